@@ -1,0 +1,89 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/collector.h"
+#include "collectors/model.h"
+
+/* The explicit list of backends, in the order "auto" tries them. The model
+ * is last: it is always usable, so auto falls back to it. */
+static const struct collector_ops *const registry[] = {
+        &model_collector_ops,
+};
+
+void inventory_free(struct inventory *inv) {
+        if (!inv)
+                return;
+        for (unsigned i = 0; i < inv->n_devices; i++)
+                free(inv->devices[i].peers);
+        free(inv->devices);
+        free(inv->series);
+        *inv = (struct inventory){ 0 };
+}
+
+int inventory_add_series(struct inventory *inv, enum metric_id metric, const char *const *label_values) {
+        /* Grow by doubling: inventories are built once at open. */
+        size_t n = inv->n_series;
+        if ((n & (n - 1)) == 0) {
+                struct series_desc *grown = realloc(inv->series, (n ? 2 * n : 1) * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                inv->series = grown;
+        }
+        struct series_desc *s = &inv->series[n];
+        *s = (struct series_desc){ .metric = metric };
+        for (size_t i = 0; i < metric_label_count(&metric_table[metric]); i++)
+                snprintf(s->label_values[i], sizeof(s->label_values[i]), "%s", label_values[i]);
+        inv->n_series = n + 1;
+        return 0;
+}
+
+int collector_open_spec(const char *spec, struct collector **ret, char *err, size_t errlen) {
+        char name[32];
+        const char *colon = strchr(spec, ':');
+        size_t len = colon ? (size_t) (colon - spec) : strlen(spec);
+        if (len >= sizeof(name)) {
+                snprintf(err, errlen, "backend '%s': unknown backend", spec);
+                return -EINVAL;
+        }
+        memcpy(name, spec, len);
+        name[len] = '\0';
+        struct collector_args args = { .options = colon ? colon + 1 : NULL, .err = err, .errlen = errlen };
+        err[0] = '\0';
+
+        if (strcmp(name, "auto") == 0) {
+                if (colon) {
+                        snprintf(err, errlen, "backend 'auto' takes no options");
+                        return -EINVAL;
+                }
+                for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
+                        if (registry[i]->probe(&args) != 0)
+                                continue;
+                        int r = registry[i]->open(&args, ret);
+                        if (r < 0 && err[0] == '\0')
+                                snprintf(err, errlen, "backend '%s': %s", registry[i]->name, strerror(-r));
+                        return r;
+                }
+                snprintf(err, errlen, "no usable backend found");
+                return -ENODEV;
+        }
+
+        for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
+                if (strcmp(registry[i]->name, name) != 0)
+                        continue;
+                int r = registry[i]->open(&args, ret);
+                if (r < 0 && err[0] == '\0')
+                        snprintf(err, errlen, "backend '%s': %s", spec, strerror(-r));
+                return r;
+        }
+        snprintf(err, errlen, "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>] or auto)", spec);
+        return -EINVAL;
+}
+
+void collector_close(struct collector *c) {
+        if (c)
+                c->ops->close(c);
+}

@@ -1,0 +1,163 @@
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/notify.h"
+
+static int64_t clock_ns(clockid_t id) {
+        struct timespec ts;
+        clock_gettime(id, &ts);
+        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int loop_init(struct loop *l, struct collector *const *collectors, size_t n_collectors, struct store *store,
+              struct snapshot_slot *latest, int64_t interval_ms) {
+        size_t n = 0;
+
+        if (n_collectors == 0 || n_collectors > SNAPSHOT_COLLECTORS_MAX)
+                return -EINVAL;
+        *l = (struct loop){
+                .collectors = collectors,
+                .n_collectors = n_collectors,
+                .store = store,
+                .latest = latest,
+                .interval_ms = interval_ms,
+                /* The first collector is the accelerator backend: its clock rules. */
+                .time_scale = collectors[0]->time_scale > 0 ? collectors[0]->time_scale : 1,
+                .wall_start_ms = clock_ns(CLOCK_REALTIME) / 1000000,
+                .mono_start_ns = clock_ns(CLOCK_MONOTONIC),
+        };
+        for (size_t i = 0; i < n_collectors; i++)
+                n += collectors[i]->inv.n_series;
+        l->offsets = calloc(n_collectors, sizeof(*l->offsets));
+        l->series = calloc(n ? n : 1, sizeof(*l->series));
+        if (!l->offsets || !l->series) {
+                loop_done(l);
+                return -ENOMEM;
+        }
+        for (size_t i = 0, at = 0; i < n_collectors; i++) {
+                l->offsets[i] = at;
+                memcpy(l->series + at, collectors[i]->inv.series, collectors[i]->inv.n_series * sizeof(*l->series));
+                at += collectors[i]->inv.n_series;
+        }
+        l->n_series = n;
+        return 0;
+}
+
+void loop_done(struct loop *l) {
+        free(l->offsets);
+        free(l->series);
+        l->offsets = NULL;
+        l->series = NULL;
+}
+
+/* The tick's stamp: wall-clock time, sped up by the model's time scale,
+ * and strictly increasing so that no two ticks share a timestamp. */
+static int64_t tick_stamp(struct loop *l, int64_t mono_ns) {
+        int64_t stamp;
+        if (l->time_scale == 1)
+                stamp = clock_ns(CLOCK_REALTIME) / 1000000;
+        else
+                stamp = l->wall_start_ms + (int64_t) ((double) (mono_ns - l->mono_start_ns) / 1e6 * l->time_scale);
+        if (stamp <= l->last_stamp_ms)
+                stamp = l->last_stamp_ms + 1;
+        l->last_stamp_ms = stamp;
+        return stamp;
+}
+
+int loop_tick(struct loop *l) {
+        struct snapshot *snap = snapshot_new(l->n_series);
+        if (!snap)
+                return -ENOMEM;
+
+        int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
+        snap->timestamp_ms = tick_stamp(l, mono_ns);
+        snap->monotonic_ms = mono_ns / 1000000;
+        snap->tick = ++l->tick;
+        for (size_t i = 0; i < l->n_collectors; i++) {
+                struct collector *c = l->collectors[i];
+                struct sample_batch batch = {
+                        .n = c->inv.n_series,
+                        .values = snap->values + l->offsets[i],
+                        .valid = snap->valid + l->offsets[i],
+                };
+                int r = c->ops->read(c, snap->timestamp_ms, &batch);
+                snap->collector_up[i] = r >= 0;
+                if (r < 0) {
+                        /* A failed read leaves nothing half-valid behind. */
+                        memset(batch.valid, 0, batch.n);
+                        log_debug("collector %s: read failed: %s", c->ops->name, strerror(-r));
+                }
+        }
+        snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
+
+        int r = store_append(l->store, snap->timestamp_ms, snap->values, snap->valid, snap->n);
+        if (r != l->store_error) {
+                if (r < 0)
+                        log_error("storing tick %llu failed: %s", (unsigned long long) snap->tick, strerror(-r));
+                else
+                        log_info("storing ticks works again");
+                l->store_error = r;
+        }
+        snapshot_slot_publish(l->latest, snap);
+        return r;
+}
+
+int loop_run(struct loop *l, int signal_fd) {
+        int64_t period_ns = (int64_t) ((double) l->interval_ms * 1e6 / l->time_scale);
+        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        int r = 0;
+
+        if (tfd < 0)
+                return -errno;
+        if (period_ns < 1000000)
+                period_ns = 1000000;
+        struct itimerspec its = {
+                .it_interval = { .tv_sec = period_ns / 1000000000, .tv_nsec = period_ns % 1000000000 },
+                .it_value = { .tv_sec = 0, .tv_nsec = 1 },
+        };
+        if (timerfd_settime(tfd, 0, &its, NULL) < 0) {
+                r = -errno;
+                goto out;
+        }
+        for (;;) {
+                struct pollfd fds[2] = { { .fd = signal_fd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
+                if (poll(fds, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        goto out;
+                }
+                if (fds[0].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        if (read(signal_fd, &si, sizeof(si)) == sizeof(si) &&
+                            (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
+                                log_info("received %s, stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+                                goto out;
+                        }
+                }
+                if (fds[1].revents & POLLIN) {
+                        uint64_t expirations = 0;
+                        if (read(tfd, &expirations, sizeof(expirations)) != sizeof(expirations))
+                                continue;
+                        /* Missed expirations are skipped ticks: poll once, stay on the grid. */
+                        if (expirations > 1)
+                                log_debug("tick overran: %llu intervals skipped", (unsigned long long) (expirations - 1));
+                        loop_tick(l);
+                        notify_watchdog();
+                }
+        }
+out:
+        close(tfd);
+        return r;
+}

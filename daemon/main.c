@@ -1,0 +1,188 @@
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "collectors/collector.h"
+#include "collectors/model.h"
+#include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/notify.h"
+#include "daemon/settings.h"
+#include "daemon/snapshot.h"
+#include "storage/store.h"
+#include "web/api.h"
+#include "web/expo.h"
+#include "web/http.h"
+
+#define EXIT_USAGE 2
+
+static void list_instances(void) {
+        printf("%-24s %7s %7s %12s  %s\n", "INSTANCE", "DEVICES", "CORES", "MEMORY_GiB", "CHIP");
+        for (size_t i = 0; i < model_catalog_size; i++) {
+                const struct model_instance *m = &model_catalog[i];
+                printf("%-24s %7u %7u %12.0f  %s\n", m->name, m->devices, m->devices * m->chip->cores,
+                       (double) m->devices * (double) m->chip->memory_bytes / (1024.0 * 1024.0 * 1024.0),
+                       m->chip->device_name);
+        }
+}
+
+static void format_url(const struct settings *s, uint16_t port, char *out, size_t size) {
+        char host[INET6_ADDRSTRLEN] = "127.0.0.1";
+        if (s->listen_addr.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &s->listen_addr;
+                char addr[INET6_ADDRSTRLEN];
+                inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+                snprintf(out, size, "http://[%s]:%u/", addr, port);
+                return;
+        }
+        const struct sockaddr_in *a = (const struct sockaddr_in *) &s->listen_addr;
+        if (a->sin_addr.s_addr != htonl(INADDR_ANY))
+                inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        snprintf(out, size, "http://%s:%u/", host, port);
+}
+
+int main(int argc, char **argv) {
+        struct settings settings;
+        char err[1024];
+        struct collector *backend = NULL;
+        struct store *store = NULL;
+        struct expo *expo = NULL;
+        struct http_server *http = NULL;
+        struct snapshot_slot latest;
+        struct loop loop = { 0 };
+        int signal_fd = -1;
+        int status = EXIT_FAILURE;
+        int r;
+
+        int action = settings_load(argc, argv, &settings, err, sizeof(err));
+        if (action < 0) {
+                fprintf(stderr, "neurond: %s\n", err);
+                return EXIT_USAGE;
+        }
+        switch (action) {
+        case SETTINGS_HELP:
+                settings_print_help(argv[0]);
+                return EXIT_SUCCESS;
+        case SETTINGS_VERSION:
+                printf("neurond %s\n", PACKAGE_VERSION);
+                return EXIT_SUCCESS;
+        case SETTINGS_LIST_INSTANCES:
+                list_instances();
+                return EXIT_SUCCESS;
+        }
+        log_init(settings.log_level);
+
+        r = collector_open_spec(settings.backend, &backend, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "neurond: %s\n", err);
+                return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
+        }
+        if (action == SETTINGS_CHECK_CONFIG) {
+                printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen,
+                       backend->inv.backend, (long long) settings.interval_ms, settings.db_path,
+                       settings.config_path[0] ? ", config " : "", settings.config_path);
+                collector_close(backend);
+                return EXIT_SUCCESS;
+        }
+        log_info("backend %s: %u devices, %zu series", backend->inv.backend, backend->inv.n_devices,
+                 backend->inv.n_series);
+
+        /* Signals are taken through a signalfd by the loop; block them before
+         * any thread starts so that every thread inherits the mask. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (signal_fd < 0) {
+                log_error("signalfd: %s", strerror(errno));
+                goto out;
+        }
+
+        snapshot_slot_init(&latest);
+        r = store_open(settings.db_path, &store);
+        if (r == -EPROTONOSUPPORT) {
+                log_error("database %s was written by a newer neurond; refusing to touch it", settings.db_path);
+                goto out_slot;
+        } else if (r < 0) {
+                log_error("opening database %s: %s", settings.db_path, strerror(-r));
+                goto out_slot;
+        }
+        struct collector *collectors[] = { backend };
+        r = loop_init(&loop, collectors, 1, store, &latest, settings.interval_ms);
+        if (r < 0) {
+                log_error("starting the poll loop: %s", strerror(-r));
+                goto out_slot;
+        }
+        r = store_register_series(store, loop.series, loop.n_series);
+        if (r < 0) {
+                log_error("registering series in %s: %s", settings.db_path, strerror(-r));
+                goto out_slot;
+        }
+        r = expo_new(loop.series, loop.n_series, &expo);
+        if (r < 0) {
+                log_error("preparing /metrics: %s", strerror(-r));
+                goto out_slot;
+        }
+        static const char *const collector_names[] = { "backend" };
+        struct web_context web = {
+                .web_root = settings.web_root,
+                .inv = &backend->inv,
+                .series = loop.series,
+                .n_series = loop.n_series,
+                .expo = expo,
+                .self = {
+                        .version = PACKAGE_VERSION,
+                        .backend = backend->inv.backend,
+                        .instance_type = backend->inv.instance_type,
+                        .n_collectors = 1,
+                        .collector_names = collector_names,
+                },
+                .latest = &latest,
+                .store = store,
+                .interval_ms = settings.interval_ms,
+                .time_scale = loop.time_scale,
+                .started_ms = api_now_ms(),
+        };
+        /* The first tick runs before the server starts, so /metrics never
+         * answers empty. */
+        loop_tick(&loop);
+        r = http_start((const struct sockaddr *) &settings.listen_addr, settings.listen_addr_len, &web, &http);
+        if (r < 0) {
+                log_error("listening on %s: %s", settings.listen, strerror(-r));
+                goto out_slot;
+        }
+        char url[128];
+        format_url(&settings, http_port(http), url, sizeof(url));
+        log_info("listening on port %u; dashboard at %s, metrics at %smetrics", http_port(http), url, url);
+        notify_ready("Polling");
+
+        r = loop_run(&loop, signal_fd);
+        if (r < 0)
+                log_error("poll loop failed: %s", strerror(-r));
+        else
+                status = EXIT_SUCCESS;
+        notify_stopping();
+
+out_slot:
+        http_stop(http);
+        expo_free(expo);
+        loop_done(&loop);
+        store_close(store);
+        snapshot_slot_destroy(&latest);
+out:
+        if (signal_fd >= 0)
+                close(signal_fd);
+        collector_close(backend);
+        return status;
+}

@@ -1,0 +1,59 @@
+/* Settings from defaults, the config file and the command line, in that
+ * order of precedence (flags win). Parsing never opens anything but the
+ * config file, so bad input is reported before the daemon touches state. */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define SETTINGS_DEFAULT_PORT 9710
+#define SETTINGS_DEFAULT_LISTEN "127.0.0.1:9710"
+#define SETTINGS_DEFAULT_INTERVAL_MS 1000
+#define SETTINGS_INTERVAL_MIN_MS 100
+#define SETTINGS_INTERVAL_MAX_MS (3600 * 1000)
+
+enum settings_action {
+        SETTINGS_RUN,
+        SETTINGS_HELP,
+        SETTINGS_VERSION,
+        SETTINGS_CHECK_CONFIG,
+        SETTINGS_LIST_INSTANCES,
+};
+
+enum log_level {
+        LOG_LEVEL_ERROR = 3,
+        LOG_LEVEL_WARNING = 4,
+        LOG_LEVEL_INFO = 6,
+        LOG_LEVEL_DEBUG = 7,
+};
+
+struct settings {
+        char listen[80];                 /* as given, for messages */
+        struct sockaddr_storage listen_addr;
+        socklen_t listen_addr_len;
+        char db_path[PATH_MAX];
+        char backend[256];
+        int64_t interval_ms;
+        char config_path[PATH_MAX];      /* "" when no config file was read */
+        char web_root[PATH_MAX];
+        enum log_level log_level;
+};
+
+/* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.
+ * Returns 0, or -EINVAL for anything else (empty, no unit, overflow). */
+int settings_parse_duration(const char *text, int64_t *ret_ms);
+
+/* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address.
+ * Returns 0 or -EINVAL. */
+int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len);
+
+/* Fills *ret from defaults, the config file (--config, or the default path
+ * when it exists) and argv. Returns the action to take, or -EINVAL with a
+ * one-line reason in err. */
+int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen);
+
+/* Prints --help text to stdout. */
+void settings_print_help(const char *argv0);

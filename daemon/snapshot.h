@@ -1,0 +1,40 @@
+/* The latest tick's values, shared between the tick loop (one writer) and
+ * the HTTP threads (many readers). The loop builds a new snapshot each tick
+ * and publishes it with one pointer swap under a mutex; readers take a
+ * reference, so a scrape never sees half a tick and never blocks a tick for
+ * longer than the swap. */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SNAPSHOT_COLLECTORS_MAX 4
+
+struct snapshot {
+        int64_t timestamp_ms;      /* the tick's stamp, Unix milliseconds */
+        int64_t monotonic_ms;      /* CLOCK_MONOTONIC when the tick was taken */
+        uint64_t tick;             /* ticks since start, from 1 */
+        double poll_seconds;       /* wall time the collectors took */
+        size_t n;                  /* series, parallel to the loop's inventory */
+        double *values;
+        uint8_t *valid;
+        uint8_t collector_up[SNAPSHOT_COLLECTORS_MAX];
+        atomic_int refs;
+};
+
+struct snapshot *snapshot_new(size_t n);
+void snapshot_unref(struct snapshot *s); /* NULL-safe */
+
+struct snapshot_slot {
+        pthread_mutex_t lock;
+        struct snapshot *latest; /* NULL before the first tick */
+};
+
+void snapshot_slot_init(struct snapshot_slot *slot);
+void snapshot_slot_destroy(struct snapshot_slot *slot);
+/* Takes ownership of s and drops the reference to the previous one. */
+void snapshot_slot_publish(struct snapshot_slot *slot, struct snapshot *s);
+/* Returns a new reference to the latest snapshot, or NULL before the first tick. */
+struct snapshot *snapshot_slot_get(struct snapshot_slot *slot);

@@ -1,0 +1,291 @@
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "web/api.h"
+
+#define JSON_TYPE "application/json"
+
+int64_t api_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t monotonic_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Prometheus writes times as seconds with a fraction. */
+static void json_time(struct buf *b, int64_t ms) {
+        buf_printf(b, "%lld.%03lld", (long long) (ms / 1000), (long long) (ms % 1000));
+}
+
+/* Prometheus writes sample values as strings so NaN and Inf survive JSON. */
+static void json_value(struct buf *b, double v) {
+        buf_append(b, "\"", 1);
+        buf_double(b, v);
+        buf_append(b, "\"", 1);
+}
+
+static void json_series_labels(struct buf *b, const struct series_desc *d) {
+        const struct metric_desc *m = &metric_table[d->metric];
+        buf_puts(b, "{\"__name__\":");
+        json_string(b, m->name);
+        for (size_t l = 0; l < metric_label_count(m); l++) {
+                buf_puts(b, ",");
+                json_string(b, m->labels[l]);
+                buf_puts(b, ":");
+                json_string(b, d->label_values[l]);
+        }
+        buf_puts(b, "}");
+}
+
+static bool reject_params(const struct param *params, size_t n, struct web_reply *reply) {
+        if (n == 0)
+                return false;
+        web_reply_error(reply, 400, "bad_data", "parameter '%.64s': this endpoint takes no parameters", params[0].key);
+        return true;
+}
+
+static void handle_metrics(const struct web_context *ctx, const struct param *params, size_t n,
+                           struct web_reply *reply) {
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        expo_render(ctx->expo, snap, &ctx->self, &reply->body);
+        snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = EXPO_CONTENT_TYPE;
+}
+
+/* Fresh while the latest tick is younger than three wall-clock intervals
+ * plus a grace for a slow tick; otherwise the loop is stalled. */
+static void handle_healthz(const struct web_context *ctx, const struct param *params, size_t n,
+                           struct web_reply *reply) {
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        double wall_interval_ms = (double) ctx->interval_ms / ctx->time_scale;
+        double limit_ms = 3 * wall_interval_ms + 2000;
+
+        reply->content_type = JSON_TYPE;
+        if (!snap) {
+                reply->status = 503;
+                buf_puts(&reply->body, "{\"status\":\"starting\",\"error\":\"no tick has completed yet\"}\n");
+                return;
+        }
+        double age_ms = (double) (monotonic_ms() - snap->monotonic_ms);
+        bool fresh = age_ms <= limit_ms;
+        reply->status = fresh ? 200 : 503;
+        buf_printf(&reply->body, "{\"status\":\"%s\",\"last_tick_age_seconds\":%.3f,\"tick\":%llu%s}\n",
+                   fresh ? "ok" : "stalled", age_ms / 1000.0, (unsigned long long) snap->tick,
+                   fresh ? "" : ",\"error\":\"the poll loop has not completed a tick recently\"");
+        snapshot_unref(snap);
+}
+
+static void json_device(struct buf *b, const struct device_info *d) {
+        buf_printf(b, "{\"index\":%u,\"name\":", d->index);
+        json_string(b, d->name);
+        buf_puts(b, ",\"arch\":");
+        json_string(b, d->arch);
+        buf_puts(b, ",\"core_arch\":");
+        json_string(b, d->core_arch);
+        buf_printf(b, ",\"cores\":%u,\"first_core\":%u,\"memory_total_bytes\":%llu,\"peers\":[", d->core_count,
+                   d->first_core, (unsigned long long) d->memory_bytes);
+        for (unsigned p = 0; p < d->n_peers; p++)
+                buf_printf(b, "%s%u", p ? "," : "", d->peers[p]);
+        buf_puts(b, "]}");
+}
+
+static void handle_devices(const struct web_context *ctx, const struct param *params, size_t n,
+                           struct web_reply *reply) {
+        const struct inventory *inv = ctx->inv;
+        struct buf *b = &reply->body;
+
+        if (reject_params(params, n, reply))
+                return;
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"instance_type\":");
+        json_string(b, inv->instance_type);
+        buf_puts(b, ",\"backend\":");
+        json_string(b, inv->backend);
+        buf_puts(b, ",\"devices\":[");
+        for (unsigned i = 0; i < inv->n_devices; i++) {
+                if (i)
+                        buf_puts(b, ",");
+                json_device(b, &inv->devices[i]);
+        }
+        buf_puts(b, "]}}\n");
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+static bool series_has_label(const struct series_desc *d, const char *name, const char *value) {
+        int idx = metric_label_index(&metric_table[d->metric], name);
+        return idx >= 0 && strcmp(d->label_values[idx], value) == 0;
+}
+
+static bool is_known_label(const char *name) {
+        for (int m = 0; m < METRIC__COUNT; m++)
+                if (metric_label_index(&metric_table[m], name) >= 0)
+                        return true;
+        return false;
+}
+
+/* Every current value, optionally filtered by metric= and label=value. */
+static void handle_latest(const struct web_context *ctx, const struct param *params, size_t n,
+                          struct web_reply *reply) {
+        int metric = -1;
+        struct buf *b = &reply->body;
+
+        for (size_t i = 0; i < n; i++) {
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(params[i].key, params[j].key) == 0) {
+                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
+                                return;
+                        }
+                if (strcmp(params[i].key, "metric") == 0) {
+                        metric = metric_lookup(params[i].value);
+                        if (metric < 0) {
+                                web_reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
+                                                params[i].value);
+                                return;
+                        }
+                } else if (!is_known_label(params[i].key)) {
+                        web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
+                                        params[i].key);
+                        return;
+                }
+        }
+        if (metric >= 0)
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(params[i].key, "metric") != 0 &&
+                            metric_label_index(&metric_table[metric], params[i].key) < 0) {
+                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a label of %s",
+                                                params[i].key, metric_table[metric].name);
+                                return;
+                        }
+
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"timestamp\":");
+        if (snap)
+                json_time(b, snap->timestamp_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"result\":[");
+        bool first = true;
+        for (size_t i = 0; snap && i < snap->n; i++) {
+                const struct series_desc *d = &ctx->series[i];
+                if (!snap->valid[i] || (metric >= 0 && d->metric != (enum metric_id) metric))
+                        continue;
+                bool keep = true;
+                for (size_t p = 0; p < n && keep; p++)
+                        if (strcmp(params[p].key, "metric") != 0)
+                                keep = series_has_label(d, params[p].key, params[p].value);
+                if (!keep)
+                        continue;
+                buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
+                first = false;
+                json_series_labels(b, d);
+                buf_puts(b, ",\"value\":[");
+                json_time(b, snap->timestamp_ms);
+                buf_puts(b, ",");
+                json_value(b, snap->values[i]);
+                buf_puts(b, "]}");
+        }
+        buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+static void handle_query_range(const struct web_context *ctx, const struct param *params, size_t n,
+                               struct web_reply *reply) {
+        struct store_query q;
+        struct store_result *res = NULL;
+        char err[256];
+        struct buf *b = &reply->body;
+
+        if (params_parse_query_range(params, n, api_now_ms(), &q, err, sizeof(err)) < 0) {
+                web_reply_error(reply, 400, "bad_data", "%s", err);
+                return;
+        }
+        int r = store_query_range(ctx->store, &q, &res);
+        if (r < 0) {
+                web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
+                return;
+        }
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+        for (size_t s = 0; s < res->n_series; s++) {
+                const struct store_series_result *sr = &res->series[s];
+                buf_puts(b, s ? ",{\"metric\":" : "{\"metric\":");
+                json_series_labels(b, &sr->desc);
+                buf_puts(b, ",\"values\":[");
+                for (size_t i = 0; i < sr->n_points; i++) {
+                        buf_puts(b, i ? ",[" : "[");
+                        json_time(b, sr->points[i].timestamp_ms);
+                        buf_puts(b, ",");
+                        json_value(b, sr->points[i].value);
+                        buf_puts(b, "]");
+                }
+                buf_puts(b, "]}");
+        }
+        buf_puts(b, "]}}\n");
+        store_result_free(res);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+static void handle_status(const struct web_context *ctx, const struct param *params, size_t n,
+                          struct web_reply *reply) {
+        struct buf *b = &reply->body;
+
+        if (reject_params(params, n, reply))
+                return;
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"version\":");
+        json_string(b, ctx->self.version);
+        buf_puts(b, ",\"backend\":");
+        json_string(b, ctx->self.backend);
+        buf_puts(b, ",\"instance_type\":");
+        json_string(b, ctx->self.instance_type);
+        buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":", (double) ctx->interval_ms / 1000.0);
+        buf_double(b, ctx->time_scale);
+        buf_printf(b, ",\"series\":%zu,\"started\":", ctx->n_series);
+        json_time(b, ctx->started_ms);
+        buf_printf(b, ",\"uptime_seconds\":%.3f,\"last_tick\":", (double) (api_now_ms() - ctx->started_ms) / 1000.0);
+        if (snap)
+                json_time(b, snap->timestamp_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"collectors\":[");
+        for (size_t i = 0; i < ctx->self.n_collectors; i++) {
+                buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+                json_string(b, ctx->self.collector_names[i]);
+                buf_printf(b, ",\"up\":%s}", snap && snap->collector_up[i] ? "true" : "false");
+        }
+        buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+static const struct {
+        const char *path;
+        api_handler handler;
+} routes[] = {
+        { "/metrics", handle_metrics },
+        { "/healthz", handle_healthz },
+        { "/api/v1/devices", handle_devices },
+        { "/api/v1/latest", handle_latest },
+        { "/api/v1/query_range", handle_query_range },
+        { "/api/v1/status", handle_status },
+};
+
+api_handler api_route(const char *path) {
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+                if (strcmp(routes[i].path, path) == 0)
+                        return routes[i].handler;
+        return NULL;
+}

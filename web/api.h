@@ -1,0 +1,18 @@
+/* The REST API and /metrics handlers, and the table that routes paths to
+ * them. Every handler reads only the web_context and fills a web_reply. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "web/http.h"
+#include "web/params.h"
+
+typedef void (*api_handler)(const struct web_context *ctx, const struct param *params, size_t n_params,
+                            struct web_reply *reply);
+
+/* The handler for an exact API path, or NULL when the path is not an API
+ * path (then it is a static file or a 404). */
+api_handler api_route(const char *path);
+
+/* Milliseconds since the Unix epoch, from CLOCK_REALTIME. */
+int64_t api_now_ms(void);

@@ -1,0 +1,25 @@
+/* A growable byte buffer for response bodies. Appends never fail loudly:
+ * on allocation failure the buffer is marked failed and further appends are
+ * ignored, so renderers check once at the end. Not thread safe. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf {
+        char *data;
+        size_t len, cap;
+        bool failed;
+};
+
+/* Makes room for at least n more bytes; false when out of memory. */
+bool buf_reserve(struct buf *b, size_t n);
+void buf_append(struct buf *b, const char *data, size_t len);
+void buf_puts(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends v with the fewest digits that read back as the same double. */
+void buf_double(struct buf *b, double v);
+void buf_free(struct buf *b); /* NULL-safe; leaves an empty buffer */
+
+/* JSON: a string with quotes and escapes; invalid UTF-8 is replaced by U+FFFD. */
+void json_string(struct buf *b, const char *s);
