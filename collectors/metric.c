@@ -20,6 +20,31 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .type = METRIC_GAUGE,
                 .labels = { "neuron_device", "neuroncore" },
         },
+        [METRIC_CORE_MEMORY_CATEGORY] = {
+                .name = "neuroncore_memory_usage_bytes",
+                .help = "Device memory (HBM) allocated by the NeuronCore, by the driver's usage category, in bytes.",
+                .unit = "bytes",
+                .type = METRIC_GAUGE,
+                .labels = { "neuron_device", "neuroncore", "category" },
+        },
+        [METRIC_CORE_EXECUTION_STATUS] = {
+                .name = "execution_status_total",
+                .help = "Executions on the NeuronCore by outcome (success, failure, timeout, ...).",
+                .type = METRIC_COUNTER,
+                .labels = { "neuron_device", "neuroncore", "status_type" },
+        },
+        [METRIC_CORE_EXECUTION_ERRORS] = {
+                .name = "execution_errors_total",
+                .help = "Failed executions on the NeuronCore by error type.",
+                .type = METRIC_COUNTER,
+                .labels = { "neuron_device", "neuroncore", "error_type" },
+        },
+        [METRIC_DEVICE_UP] = {
+                .name = "neuron_device_up",
+                .help = "1 when the Neuron device answered the latest poll, 0 when it is missing.",
+                .type = METRIC_GAUGE,
+                .labels = { "neuron_device" },
+        },
         [METRIC_DEVICE_MEMORY_USED] = {
                 .name = "neuron_device_memory_used_bytes",
                 .help = "Device memory (HBM) in use on the Neuron device, summed over its cores, in bytes.",
@@ -34,12 +59,32 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .type = METRIC_GAUGE,
                 .labels = { "neuron_device" },
         },
+        [METRIC_DEVICE_HBM_BYTES] = {
+                .name = "neuron_device_hbm_bytes_total",
+                .help = "Bytes read from or written to the device's HBM, by direction (read, write).",
+                .unit = "bytes",
+                .type = METRIC_COUNTER,
+                .labels = { "neuron_device", "direction" },
+        },
         [METRIC_DEVICE_DMA_BYTES] = {
                 .name = "neuron_device_dma_bytes_total",
                 .help = "Bytes moved by the device's DMA engines, by direction.",
                 .unit = "bytes",
                 .type = METRIC_COUNTER,
                 .labels = { "neuron_device", "direction" },
+        },
+        [METRIC_DEVICE_POWER_UTILIZATION] = {
+                .name = "neuron_device_power_utilization_ratio",
+                .help = "Average power draw of the device over the last minute as a fraction of its maximum (0-1).",
+                .unit = "ratio",
+                .type = METRIC_GAUGE,
+                .labels = { "neuron_device" },
+        },
+        [METRIC_DEVICE_ECC_EVENTS] = {
+                .name = "hardware_ecc_events_total",
+                .help = "ECC events on the device by type (mem_ecc_uncorrected, mem_ecc_repairable_uncorrected, sram_ecc_uncorrected).",
+                .type = METRIC_COUNTER,
+                .labels = { "neuron_device", "event_type" },
         },
         [METRIC_LINK_TX_BYTES] = {
                 .name = "neuron_link_transmit_bytes_total",
@@ -54,6 +99,25 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .unit = "bytes",
                 .type = METRIC_COUNTER,
                 .labels = { "neuron_device", "peer_device" },
+        },
+        [METRIC_SYSTEM_VCPU_USAGE] = {
+                .name = "system_vcpu_usage_ratio",
+                .help = "Share of the host's vCPU time by usage type over the last interval (0-1).",
+                .unit = "ratio",
+                .type = METRIC_GAUGE,
+                .labels = { "usage_type" },
+        },
+        [METRIC_SYSTEM_MEMORY_USED] = {
+                .name = "system_memory_used_bytes",
+                .help = "Host memory in use (total minus available), in bytes.",
+                .unit = "bytes",
+                .type = METRIC_GAUGE,
+        },
+        [METRIC_SYSTEM_MEMORY_TOTAL] = {
+                .name = "system_memory_total_bytes",
+                .help = "Host memory installed, in bytes.",
+                .unit = "bytes",
+                .type = METRIC_GAUGE,
         },
 };
 

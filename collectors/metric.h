@@ -16,14 +16,29 @@ enum metric_type {
         METRIC_COUNTER,
 };
 
+/* The order here is the order of families in /metrics. */
 enum metric_id {
+        /* per NeuronCore */
         METRIC_CORE_UTILIZATION,
         METRIC_CORE_MEMORY_USED,
+        METRIC_CORE_MEMORY_CATEGORY,
+        METRIC_CORE_EXECUTION_STATUS,
+        METRIC_CORE_EXECUTION_ERRORS,
+        /* per device */
+        METRIC_DEVICE_UP,
         METRIC_DEVICE_MEMORY_USED,
         METRIC_DEVICE_MEMORY_TOTAL,
+        METRIC_DEVICE_HBM_BYTES,
         METRIC_DEVICE_DMA_BYTES,
+        METRIC_DEVICE_POWER_UTILIZATION,
+        METRIC_DEVICE_ECC_EVENTS,
+        /* per NeuronLink direction */
         METRIC_LINK_TX_BYTES,
         METRIC_LINK_RX_BYTES,
+        /* host */
+        METRIC_SYSTEM_VCPU_USAGE,
+        METRIC_SYSTEM_MEMORY_USED,
+        METRIC_SYSTEM_MEMORY_TOTAL,
         METRIC__COUNT,
 };
 

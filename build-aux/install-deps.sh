@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs what neurond needs on Debian 12: the build dependencies, and with
+# --test also the real clients and servers the test suite drives.
+# Runs apt-get through sudo when not root.
+set -eu
+
+build_packages="build-essential autoconf automake libtool pkg-config
+  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev"
+test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
+  clang libclang-rt-14-dev mandoc systemd"
+
+packages=$build_packages
+case "${1:-}" in
+  --test) packages="$build_packages $test_packages" ;;
+  "") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
+
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+
+missing=
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  $sudo apt-get update -qq
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+fi
