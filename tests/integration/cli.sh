@@ -1,0 +1,37 @@
+#!/bin/sh
+# The command line: bad input gets one line naming the problem and exit 2,
+# before anything is opened; --help, --version and --check-config work.
+. "$(dirname "$0")/lib.sh"
+
+expect_usage_error() {
+  needle=$1
+  shift
+  status=0
+  "$NEUROND" --db "$TEST_TMP/never.db" "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || status=$?
+  [ "$status" -eq 2 ] || fail "'$*': exit status $status, expected 2"
+  [ "$(wc -l <"$TEST_TMP/err")" -eq 1 ] || fail "'$*': error is not one line: $(cat "$TEST_TMP/err")"
+  grep -qF -- "$needle" "$TEST_TMP/err" || fail "'$*': error does not mention '$needle': $(cat "$TEST_TMP/err")"
+  [ ! -e "$TEST_TMP/never.db" ] || fail "'$*': the database was created despite bad input"
+}
+
+expect_usage_error "--bogus" --bogus
+expect_usage_error "5x" --interval 5x
+expect_usage_error "--interval" --interval
+expect_usage_error "localhost:80" --listen localhost:80
+expect_usage_error "999999" --listen 127.0.0.1:999999
+expect_usage_error "/nonexistent.conf" --config /nonexistent.conf
+expect_usage_error "trn9.huge" --backend model:trn9.huge
+expect_usage_error "nosuch" --backend nosuch
+printf '[neurond]\ninterval = often\n' >"$TEST_TMP/bad.conf"
+expect_usage_error "bad.conf:2" --config "$TEST_TMP/bad.conf"
+
+"$NEUROND" --help | grep -q -- "--listen ADDR:PORT" || fail "--help does not describe --listen"
+"$NEUROND" --version | grep -q "^neurond [0-9]" || fail "--version"
+"$NEUROND" --list-instances | grep -q "trn1.32xlarge" || fail "--list-instances lacks trn1.32xlarge"
+
+printf '[neurond]\ninterval = 2s\nbackend = model:trn1.2xlarge\n' >"$TEST_TMP/good.conf"
+out=$("$NEUROND" --config "$TEST_TMP/good.conf" --db "$TEST_TMP/never.db" --check-config)
+echo "$out" | grep -q "interval 2000ms" || fail "--check-config: $out"
+echo "$out" | grep -q "model:trn1.2xlarge" || fail "--check-config: $out"
+[ ! -e "$TEST_TMP/never.db" ] || fail "--check-config created the database"
+echo "cli: ok"

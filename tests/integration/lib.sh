@@ -1,0 +1,82 @@
+# Shared helpers for integration tests: start the built daemon on loopback
+# with a temporary database, wait for its port, stop it cleanly.
+# Tests source this file; $NEUROND, $WEB_ROOT and $top_srcdir come from make.
+
+set -eu
+
+: "${NEUROND:?run through make check}"
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/neurond-test.XXXXXX")
+DAEMON_PID=
+PORT=
+
+cleanup() {
+  if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+    kill -KILL "$DAEMON_PID" 2>/dev/null || true
+  fi
+  rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -f "$TEST_TMP/daemon.log" ]; then
+    echo "--- daemon log" >&2
+    tail -n 30 "$TEST_TMP/daemon.log" >&2
+  fi
+  exit 1
+}
+
+skip() {
+  echo "SKIP: $*" >&2
+  exit 77
+}
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
+}
+
+# start_daemon [ARGS...]: starts neurond on 127.0.0.1:0 with a temporary
+# database (unless --db is given) and sets PORT from its log.
+start_daemon() {
+  : > "$TEST_TMP/daemon.log"
+  "$NEUROND" --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$TEST_TMP/neurond.db" "$@" \
+    >"$TEST_TMP/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+  PORT=
+  i=0
+  while [ $i -lt 100 ]; do
+    PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$TEST_TMP/daemon.log" | head -n 1)
+    [ -n "$PORT" ] && return 0
+    kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon exited at start-up"
+    sleep 0.1
+    i=$((i + 1))
+  done
+  fail "daemon did not log its port within 10 s"
+}
+
+# stop_daemon: SIGTERM, then expect exit status 0 within 10 s.
+stop_daemon() {
+  kill -TERM "$DAEMON_PID"
+  i=0
+  while kill -0 "$DAEMON_PID" 2>/dev/null; do
+    [ $i -lt 100 ] || fail "daemon did not exit within 10 s of SIGTERM"
+    sleep 0.1
+    i=$((i + 1))
+  done
+  status=0
+  wait "$DAEMON_PID" || status=$?
+  DAEMON_PID=
+  [ "$status" -eq 0 ] || fail "daemon exited with status $status after SIGTERM"
+}
+
+# http PATH: GET with bounded time; prints the body.
+http() {
+  curl -sS --max-time 10 "http://127.0.0.1:$PORT$1"
+}
+
+# http_status PATH [CURL-ARGS...]: prints only the status code.
+http_status() {
+  path=$1
+  shift
+  curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$@" "http://127.0.0.1:$PORT$path"
+}

@@ -1,2 +1,145 @@
 #include "config.h"
-int main(void){return 0;}
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "web/expo.h"
+
+static const struct expo_self self = {
+        .version = "1.2.3",
+        .backend = "model:trn1.2xlarge",
+        .instance_type = "trn1.2xlarge",
+        .n_collectors = 1,
+        .collector_names = (const char *const[]){ "backend" },
+};
+
+static char *render(const struct series_desc *series, size_t n, const double *values, const uint8_t *valid) {
+        struct expo *e = NULL;
+        struct snapshot *snap = snapshot_new(n);
+        struct buf out = { 0 };
+
+        assert_int_equal(expo_new(series, n, &e), 0);
+        memcpy(snap->values, values, n * sizeof(double));
+        memcpy(snap->valid, valid, n);
+        snap->timestamp_ms = 1700000000123;
+        snap->collector_up[0] = 1;
+        expo_render(e, snap, &self, &out);
+        buf_append(&out, "", 1);
+        assert_false(out.failed);
+        snapshot_unref(snap);
+        expo_free(e);
+        return out.data;
+}
+
+static void expo_render__families__grouped_with_help_and_type(void **state) {
+        /* Interleaved families must come out grouped, each with one HELP/TYPE. */
+        const struct series_desc series[] = {
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "0" } },
+                { .metric = METRIC_DEVICE_DMA_BYTES, .label_values = { "0", "host_to_device" } },
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "1" } },
+        };
+        const double values[] = { 0.25, 1234567890123.0, 1 };
+        const uint8_t valid[] = { 1, 1, 1 };
+        char *text = render(series, 3, values, valid);
+
+        assert_non_null(strstr(text,
+                "# HELP neuroncore_utilization_ratio Fraction of time the NeuronCore was busy over the last interval (0-1).\n"
+                "# TYPE neuroncore_utilization_ratio gauge\n"
+                "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"0\"} 0.25\n"
+                "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"1\"} 1\n"));
+        assert_non_null(strstr(text,
+                "# TYPE neuron_device_dma_bytes_total counter\n"
+                "neuron_device_dma_bytes_total{neuron_device=\"0\",direction=\"host_to_device\"} 1234567890123\n"));
+        assert_non_null(strstr(text, "neurond_build_info{version=\"1.2.3\",backend=\"model:trn1.2xlarge\","
+                                     "instance_type=\"trn1.2xlarge\"} 1\n"));
+        assert_non_null(strstr(text, "neurond_collector_up{collector=\"backend\"} 1\n"));
+        assert_non_null(strstr(text, "neurond_last_poll_timestamp_seconds 1700000000.123\n"));
+        /* Exactly one HELP line per family. */
+        const char *p = text;
+        int helps = 0;
+        while ((p = strstr(p, "# HELP neuroncore_utilization_ratio "))) {
+                helps++;
+                p++;
+        }
+        assert_int_equal(helps, 1);
+        free(text);
+}
+
+static void expo_render__invalid_value__series_absent(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "1" } },
+        };
+        const double values[] = { 0, 4096 };
+        const uint8_t valid[] = { 0, 1 };
+        char *text = render(series, 2, values, valid);
+
+        assert_null(strstr(text, "neuron_device_memory_used_bytes{neuron_device=\"0\"}"));
+        assert_non_null(strstr(text, "neuron_device_memory_used_bytes{neuron_device=\"1\"} 4096\n"));
+        free(text);
+}
+
+static void expo_render__label_value__escaped(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_DMA_BYTES, .label_values = { "0", "a\"b\\c\nd" } },
+        };
+        const double values[] = { 1 };
+        const uint8_t valid[] = { 1 };
+        char *text = render(series, 1, values, valid);
+
+        assert_non_null(strstr(text, "direction=\"a\\\"b\\\\c\\nd\"} 1\n"));
+        free(text);
+}
+
+static void buf_double__values__shortest_round_trip(void **state) {
+        static const struct {
+                double v;
+                const char *text;
+        } cases[] = {
+                { 0, "0" }, { 1, "1" }, { -3, "-3" }, { 0.1, "0.1" }, { 0.55, "0.55" },
+                { 1.0 / 3, "0.333333333333333" "31" }, { 1e300, "1e+300" },
+                { 9007199254740992.0, "9007199254740992" }, { NAN, "NaN" }, { INFINITY, "+Inf" }, { -INFINITY, "-Inf" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct buf b = { 0 };
+                buf_double(&b, cases[i].v);
+                buf_append(&b, "", 1);
+                assert_string_equal(b.data, cases[i].text);
+                if (!isnan(cases[i].v))
+                        assert_true(strtod(b.data, NULL) == cases[i].v || isinf(cases[i].v));
+                buf_free(&b);
+        }
+}
+
+static void expo_render__no_snapshot__build_info_only(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
+        };
+        struct expo *e = NULL;
+        struct buf out = { 0 };
+
+        assert_int_equal(expo_new(series, 1, &e), 0);
+        expo_render(e, NULL, &self, &out);
+        buf_append(&out, "", 1);
+        assert_null(strstr(out.data, "neuron_device_memory_used_bytes"));
+        assert_non_null(strstr(out.data, "neurond_build_info{"));
+        buf_free(&out);
+        expo_free(e);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(expo_render__families__grouped_with_help_and_type),
+                cmocka_unit_test(expo_render__invalid_value__series_absent),
+                cmocka_unit_test(expo_render__label_value__escaped),
+                cmocka_unit_test(buf_double__values__shortest_round_trip),
+                cmocka_unit_test(expo_render__no_snapshot__build_info_only),
+        };
+        return cmocka_run_group_tests_name("expo", tests, NULL, NULL);
+}

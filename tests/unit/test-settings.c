@@ -1,2 +1,194 @@
 #include "config.h"
-int main(void){return 0;}
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/settings.h"
+
+static void settings_parse_duration__units__milliseconds(void **state) {
+        static const struct {
+                const char *text;
+                int64_t ms;
+        } cases[] = {
+                { "500ms", 500 }, { "1s", 1000 }, { "10s", 10000 }, { "5m", 300000 },
+                { "1h", 3600000 }, { "2d", 172800000 }, { "1w", 604800000 }, { "1m30s", 90000 },
+                { "1h0m5s250ms", 3605250 }, { "0s", 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                int64_t ms = -1;
+                assert_int_equal(settings_parse_duration(cases[i].text, &ms), 0);
+                assert_int_equal(ms, cases[i].ms);
+        }
+}
+
+static void settings_parse_duration__malformed__einval(void **state) {
+        static const char *const bad[] = {
+                "", "10", "s", "1x", "1.5s", "-1s", " 1s", "1s ", "1 s", "1mss", "1sm", "ms",
+                "99999999999999999999s", "9223372036854775807w",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                int64_t ms = 42;
+                assert_int_equal(settings_parse_duration(bad[i], &ms), -EINVAL);
+                assert_int_equal(ms, 42);
+        }
+}
+
+static void settings_parse_listen__ipv4_and_ipv6__parsed(void **state) {
+        struct sockaddr_storage ss;
+        socklen_t len;
+
+        assert_int_equal(settings_parse_listen("127.0.0.1:9710", &ss, &len), 0);
+        assert_int_equal(ss.ss_family, AF_INET);
+        assert_int_equal(ntohs(((struct sockaddr_in *) &ss)->sin_port), 9710);
+        assert_int_equal(settings_parse_listen("[::1]:0", &ss, &len), 0);
+        assert_int_equal(ss.ss_family, AF_INET6);
+        assert_int_equal(len, sizeof(struct sockaddr_in6));
+}
+
+static void settings_parse_listen__bad_address__einval(void **state) {
+        static const char *const bad[] = {
+                "", "127.0.0.1", "127.0.0.1:", ":9710", "localhost:9710", "127.0.0.1:65536",
+                "127.0.0.1:-1", "127.0.0.1:12a", "::1:9710", "[::1]9710", "[::1]:", "[nothost]:1",
+                "256.0.0.1:80", "127.0.0.1:123456",
+        };
+        struct sockaddr_storage ss;
+        socklen_t len;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(settings_parse_listen(bad[i], &ss, &len), -EINVAL);
+}
+
+static int load(char **argv, struct settings *s, char *err, size_t errlen) {
+        int argc = 0;
+        while (argv[argc])
+                argc++;
+        return settings_load(argc, argv, s, err, errlen);
+}
+
+static char *write_config(const char *text) {
+        static char path[] = "/tmp/neurond-test-settings-XXXXXX";
+        snprintf(path, sizeof(path), "/tmp/neurond-test-settings-XXXXXX");
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
+        close(fd);
+        return path;
+}
+
+static void settings_load__flags__override_config(void **state) {
+        char *path = write_config("[neurond]\n"
+                                  "listen = 127.0.0.1:1234\n"
+                                  "interval = 5s\n"
+                                  "db = /tmp/from-config.db\n"
+                                  "backend = model:trn1.2xlarge\n");
+        char *argv[] = { "neurond", "--config", path, "--interval", "500ms", NULL };
+        struct settings s;
+        char err[256];
+
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(s.interval_ms, 500);
+        assert_string_equal(s.listen, "127.0.0.1:1234");
+        assert_string_equal(s.db_path, "/tmp/from-config.db");
+        assert_string_equal(s.backend, "model:trn1.2xlarge");
+        assert_string_equal(s.config_path, path);
+        unlink(path);
+}
+
+static void settings_load__defaults__documented_values(void **state) {
+        char *argv[] = { "neurond", NULL };
+        struct settings s;
+        char err[256];
+
+        unsetenv("STATE_DIRECTORY");
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(s.interval_ms, 1000);
+        assert_string_equal(s.listen, "127.0.0.1:9710");
+        assert_string_equal(s.backend, "auto");
+        setenv("STATE_DIRECTORY", "/var/lib/x", 1);
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_string_equal(s.db_path, "/var/lib/x/neurond.db");
+        unsetenv("STATE_DIRECTORY");
+}
+
+static void settings_load__actions__returned(void **state) {
+        struct settings s;
+        char err[256];
+        char *help[] = { "neurond", "--help", NULL };
+        char *version[] = { "neurond", "-V", NULL };
+        char *check[] = { "neurond", "--check-config", NULL };
+        char *list[] = { "neurond", "--list-instances", NULL };
+
+        assert_int_equal(load(help, &s, err, sizeof(err)), SETTINGS_HELP);
+        assert_int_equal(load(version, &s, err, sizeof(err)), SETTINGS_VERSION);
+        assert_int_equal(load(check, &s, err, sizeof(err)), SETTINGS_CHECK_CONFIG);
+        assert_int_equal(load(list, &s, err, sizeof(err)), SETTINGS_LIST_INSTANCES);
+}
+
+static void expect_error(char **argv, const char *needle) {
+        struct settings s;
+        char err[512] = "";
+        assert_int_equal(load(argv, &s, err, sizeof(err)), -EINVAL);
+        if (!strstr(err, needle))
+                fail_msg("error '%s' does not mention '%s'", err, needle);
+        assert_null(strchr(err, '\n'));
+}
+
+static void settings_load__bad_input__one_line_error(void **state) {
+        char *unknown[] = { "neurond", "--frobnicate", NULL };
+        char *no_value[] = { "neurond", "--interval", NULL };
+        char *duration[] = { "neurond", "--interval", "5x", NULL };
+        char *too_short[] = { "neurond", "--interval", "10ms", NULL };
+        char *address[] = { "neurond", "--listen", "localhost:80", NULL };
+        char *missing[] = { "neurond", "--config", "/nonexistent/neurond.conf", NULL };
+        char *extra[] = { "neurond", "stray", NULL };
+        char *level[] = { "neurond", "--log-level", "loud", NULL };
+
+        expect_error(unknown, "--frobnicate");
+        expect_error(no_value, "--interval");
+        expect_error(duration, "5x");
+        expect_error(too_short, "100ms to 1h");
+        expect_error(address, "localhost:80");
+        expect_error(missing, "/nonexistent/neurond.conf");
+        expect_error(extra, "stray");
+        expect_error(level, "loud");
+}
+
+static void settings_load__bad_config__names_file_and_line(void **state) {
+        struct {
+                const char *text, *needle;
+        } cases[] = {
+                { "[neurond]\ninterval = 1s\nbogus = 1\n", ":3: unknown setting 'bogus'" },
+                { "[other]\nlisten = 127.0.0.1:1\n", ":2: unknown section [other]" },
+                { "interval = soon\n", ":1: interval: 'soon'" },
+                { "[neurond]\nthis is not ini\n", ":2: not a valid INI line" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *path = write_config(cases[i].text);
+                char *argv[] = { "neurond", "-c", path, NULL };
+                expect_error(argv, cases[i].needle);
+                unlink(path);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(settings_parse_duration__units__milliseconds),
+                cmocka_unit_test(settings_parse_duration__malformed__einval),
+                cmocka_unit_test(settings_parse_listen__ipv4_and_ipv6__parsed),
+                cmocka_unit_test(settings_parse_listen__bad_address__einval),
+                cmocka_unit_test(settings_load__flags__override_config),
+                cmocka_unit_test(settings_load__defaults__documented_values),
+                cmocka_unit_test(settings_load__actions__returned),
+                cmocka_unit_test(settings_load__bad_input__one_line_error),
+                cmocka_unit_test(settings_load__bad_config__names_file_and_line),
+        };
+        return cmocka_run_group_tests_name("settings", tests, NULL, NULL);
+}

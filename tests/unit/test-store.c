@@ -1,2 +1,162 @@
 #include "config.h"
-int main(void){return 0;}
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "storage/store.h"
+
+static const struct series_desc series[] = {
+        { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "0" } },
+        { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "1" } },
+        { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
+};
+
+struct fixture {
+        char dir[64];
+        char path[96];
+};
+
+static int setup(void **state) {
+        struct fixture *f = calloc(1, sizeof(*f));
+        snprintf(f->dir, sizeof(f->dir), "/tmp/neurond-test-store-XXXXXX");
+        if (!mkdtemp(f->dir))
+                return -1;
+        snprintf(f->path, sizeof(f->path), "%s/neurond.db", f->dir);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        struct fixture *f = *state;
+        char path[128];
+        static const char *const suffixes[] = { "", "-wal", "-shm" };
+        for (size_t i = 0; i < 3; i++) {
+                snprintf(path, sizeof(path), "%s%s", f->path, suffixes[i]);
+                unlink(path);
+        }
+        rmdir(f->dir);
+        free(f);
+        return 0;
+}
+
+static struct store *open_store(const char *path) {
+        struct store *s = NULL;
+        assert_int_equal(store_open(path, &s), 0);
+        assert_int_equal(store_register_series(s, series, 3), 0);
+        return s;
+}
+
+static struct store_result *query(struct store *s, enum metric_id metric, int64_t start, int64_t end, int64_t step,
+                                  enum store_agg agg) {
+        struct store_query q = { .metric = metric, .start_ms = start, .end_ms = end, .step_ms = step, .agg = agg };
+        struct store_result *r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), 0);
+        return r;
+}
+
+static void store_append__ticks__read_back_by_bucket(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+
+        /* Ten ticks one second apart; core 1's value is invalid on odd ticks. */
+        for (int t = 0; t < 10; t++) {
+                double values[] = { t / 10.0, 1, 4096.0 * t };
+                uint8_t valid[] = { 1, t % 2 == 0, 1 };
+                assert_int_equal(store_append(s, 1000000 + t * 1000, values, valid, 3), 0);
+        }
+        struct store_result *r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 5000, STORE_AGG_AVG);
+        assert_int_equal(r->n_series, 2);
+        assert_string_equal(r->series[0].desc.label_values[1], "0");
+        assert_int_equal(r->series[0].n_points, 2);
+        assert_int_equal(r->series[0].points[0].timestamp_ms, 1000000);
+        assert_float_equal(r->series[0].points[0].value, 0.2, 1e-12);
+        assert_int_equal(r->series[0].points[1].timestamp_ms, 1005000);
+        assert_float_equal(r->series[0].points[1].value, 0.7, 1e-12);
+        store_result_free(r);
+
+        r = query(s, METRIC_DEVICE_MEMORY_USED, 1000000, 1009000, 5000, STORE_AGG_LAST);
+        assert_int_equal(r->n_series, 1);
+        assert_float_equal(r->series[0].points[0].value, 4096.0 * 4, 0);
+        assert_float_equal(r->series[0].points[1].value, 4096.0 * 9, 0);
+        store_result_free(r);
+
+        r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 1000, STORE_AGG_SUM);
+        assert_int_equal(r->series[1].n_points, 5); /* only the valid ticks were stored */
+        store_result_free(r);
+        store_close(s);
+}
+
+static void store_query_range__label_matcher__filters(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+        double values[] = { 0.5, 0.75, 1 };
+        uint8_t valid[] = { 1, 1, 1 };
+        assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
+
+        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = 10000,
+                                 .step_ms = 1000, .n_matchers = 1, .matchers = { { "neuroncore", "1" } } };
+        struct store_result *r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), 0);
+        assert_int_equal(r->n_series, 1);
+        assert_float_equal(r->series[0].points[0].value, 0.75, 0);
+        store_result_free(r);
+        store_close(s);
+}
+
+static void store_open__reopen__series_keep_identity(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+        double values[] = { 0.5, 0.75, 1 };
+        uint8_t valid[] = { 1, 1, 1 };
+        assert_int_equal(store_append(s, 1000, values, valid, 3), 0);
+        store_close(s);
+
+        s = open_store(f->path);
+        assert_int_equal(store_append(s, 2000, values, valid, 3), 0);
+        struct store_result *r = query(s, METRIC_CORE_UTILIZATION, 0, 3000, 1000, STORE_AGG_AVG);
+        assert_int_equal(r->n_series, 2);
+        assert_int_equal(r->series[0].n_points, 2);
+        store_result_free(r);
+        store_close(s);
+}
+
+static void store_open__newer_schema__eprotonosupport(void **state) {
+        struct fixture *f = *state;
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+
+        struct store *s = NULL;
+        assert_int_equal(store_open(f->path, &s), -EPROTONOSUPPORT);
+        assert_null(s);
+}
+
+static void store_append__wrong_count__einval(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+        double values[] = { 1, 2 };
+        uint8_t valid[] = { 1, 1 };
+        assert_int_equal(store_append(s, 1000, values, valid, 2), -EINVAL);
+        store_close(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(store_append__ticks__read_back_by_bucket, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__label_matcher__filters, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__reopen__series_keep_identity, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__newer_schema__eprotonosupport, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_append__wrong_count__einval, setup, teardown),
+        };
+        return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
