@@ -190,7 +190,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_reply(conn, &reply);
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
         char msg[512];
         vsnprintf(msg, sizeof(msg), fmt, ap);
         msg[strcspn(msg, "\n")] = '\0';
