@@ -4,15 +4,22 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-journal.h>
+#endif
 
 #include "daemon/log.h"
 
 static enum log_level log_max_level = LOG_LEVEL_INFO;
 static bool log_to_journal;
 
-/* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected. */
+/* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected;
+ * comparing with stderr tells an inherited variable from a live one. */
 static bool stderr_is_journal(void) {
         const char *e = getenv("JOURNAL_STREAM");
         unsigned long long dev, ino;
@@ -24,26 +31,59 @@ static bool stderr_is_journal(void) {
 }
 
 void log_init(enum log_level max_level) {
-        log_max_level = max_level;
+        log_set_level(max_level);
         log_to_journal = stderr_is_journal();
 }
 
-void log_msg(enum log_level level, const char *fmt, ...) {
+void log_set_level(enum log_level max_level) {
+        __atomic_store_n(&log_max_level, max_level, __ATOMIC_RELAXED);
+}
+
+#ifdef HAVE_SYSTEMD
+/* Returns 0 when journald took the message. */
+static int log_journal(enum log_level level, const char *collector, const char *line) {
+        char message[1100], priority[16], field[300];
+        struct iovec iov[4];
+        int n = 0;
+
+        snprintf(message, sizeof(message), "MESSAGE=%s", line);
+        snprintf(priority, sizeof(priority), "PRIORITY=%d", (int) level);
+        iov[n++] = (struct iovec){ .iov_base = message, .iov_len = strlen(message) };
+        iov[n++] = (struct iovec){ .iov_base = priority, .iov_len = strlen(priority) };
+        iov[n++] = (struct iovec){ .iov_base = (char *) "SYSLOG_IDENTIFIER=neurond", .iov_len = 25 };
+        if (collector) {
+                snprintf(field, sizeof(field), "NEUROND_COLLECTOR=%s", collector);
+                iov[n++] = (struct iovec){ .iov_base = field, .iov_len = strlen(field) };
+        }
+        return sd_journal_sendv(iov, n);
+}
+#endif
+
+void log_msg(enum log_level level, const char *collector, const char *fmt, ...) {
         static const char *const names[] = {
                 [LOG_LEVEL_ERROR] = "error", [LOG_LEVEL_WARNING] = "warning",
                 [LOG_LEVEL_INFO] = "info", [LOG_LEVEL_DEBUG] = "debug",
         };
-        char line[1024];
+        char text[1024];
         va_list ap;
 
-        if (level > log_max_level)
+        if (level > __atomic_load_n(&log_max_level, __ATOMIC_RELAXED))
                 return;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        /* One write per line so that lines from several threads never mix. */
-        if (log_to_journal)
-                dprintf(STDERR_FILENO, "<%d>%s\n", (int) level, line);
-        else
-                dprintf(STDERR_FILENO, "neurond: %s: %s\n", names[level] ? names[level] : "log", line);
+        if (log_to_journal) {
+#ifdef HAVE_SYSTEMD
+                if (log_journal(level, collector, text) >= 0)
+                        return;
+#endif
+                /* One write per line so that lines from several threads never mix. */
+                if (collector)
+                        dprintf(STDERR_FILENO, "<%d>collector %s: %s\n", (int) level, collector, text);
+                else
+                        dprintf(STDERR_FILENO, "<%d>%s\n", (int) level, text);
+                return;
+        }
+        dprintf(STDERR_FILENO, "neurond: %s: %s%s%s%s\n", names[level] ? names[level] : "log",
+                collector ? "collector " : "", collector ? collector : "", collector ? ": " : "", text);
 }

@@ -1,6 +1,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -96,7 +99,7 @@ int loop_tick(struct loop *l) {
                 if (r < 0) {
                         /* A failed read leaves nothing half-valid behind. */
                         memset(batch.valid, 0, batch.n);
-                        log_debug("collector %s: read failed: %s", c->ops->name, strerror(-r));
+                        log_collector(LOG_LEVEL_DEBUG, c->ops->name, "read failed: %s", strerror(-r));
                 }
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
@@ -113,26 +116,67 @@ int loop_tick(struct loop *l) {
         return r;
 }
 
-int loop_run(struct loop *l, int signal_fd) {
+/* Arms the timer for the loop's interval, first tick after one period. */
+static int loop_arm(const struct loop *l, int tfd, bool now) {
         int64_t period_ns = (int64_t) ((double) l->interval_ms * 1e6 / l->time_scale);
-        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-        int r = 0;
 
-        if (tfd < 0)
-                return -errno;
         if (period_ns < 1000000)
                 period_ns = 1000000;
         struct itimerspec its = {
                 .it_interval = { .tv_sec = period_ns / 1000000000, .tv_nsec = period_ns % 1000000000 },
-                .it_value = { .tv_sec = 0, .tv_nsec = 1 },
+                .it_value = { .tv_sec = now ? 0 : period_ns / 1000000000, .tv_nsec = now ? 1 : period_ns % 1000000000 },
         };
-        if (timerfd_settime(tfd, 0, &its, NULL) < 0) {
-                r = -errno;
-                goto out;
+        return timerfd_settime(tfd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+static void loop_status(const struct loop *l, char *out, size_t size) {
+        size_t up = 0;
+        struct snapshot *snap = snapshot_slot_get(l->latest);
+
+        for (size_t i = 0; snap && i < l->n_collectors; i++)
+                up += snap->collector_up[i];
+        snprintf(out, size, "Polling every %lldms; tick %llu; %zu of %zu collectors up", (long long) l->interval_ms,
+                 (unsigned long long) l->tick, up, l->n_collectors);
+        snapshot_unref(snap);
+}
+
+/* SIGHUP: the reload hook validates and applies the new configuration; on
+ * failure nothing changed. The timer is re-armed only when the interval did
+ * change, so a reload neither skips nor doubles a tick otherwise. */
+static int loop_reload(struct loop *l, int tfd) {
+        int64_t old_interval = l->interval_ms;
+        char status[160];
+        int r;
+
+        if (!l->reload) {
+                log_info("received SIGHUP; nothing to reload");
+                return 0;
         }
+        notify_reloading();
+        r = l->reload(l, l->reload_userdata);
+        if (r >= 0 && l->interval_ms != old_interval)
+                r = loop_arm(l, tfd, false);
+        loop_status(l, status, sizeof(status));
+        notify_ready(status);
+        return r;
+}
+
+int loop_run(struct loop *l, int signal_fd) {
+        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        int64_t ping_ms = notify_watchdog_ping_ms();
+        char status[160];
+        int r = 0;
+
+        if (tfd < 0)
+                return -errno;
+        r = loop_arm(l, tfd, true);
+        if (r < 0)
+                goto out;
         for (;;) {
                 struct pollfd fds[2] = { { .fd = signal_fd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
-                if (poll(fds, 2, -1) < 0) {
+                /* With a watchdog, wake in time to ping even when the interval is longer. */
+                int n = poll(fds, 2, ping_ms > 0 ? (int) (ping_ms < INT_MAX ? ping_ms : INT_MAX) : -1);
+                if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         r = -errno;
@@ -140,10 +184,17 @@ int loop_run(struct loop *l, int signal_fd) {
                 }
                 if (fds[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
-                        if (read(signal_fd, &si, sizeof(si)) == sizeof(si) &&
-                            (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
-                                log_info("received %s, stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
-                                goto out;
+                        if (read(signal_fd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                                        log_info("received %s, stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+                                        goto out;
+                                }
+                                if (si.ssi_signo == SIGHUP) {
+                                        r = loop_reload(l, tfd);
+                                        if (r < 0 && r != -EINVAL)
+                                                goto out;
+                                        r = 0;
+                                }
                         }
                 }
                 if (fds[1].revents & POLLIN) {
@@ -154,8 +205,11 @@ int loop_run(struct loop *l, int signal_fd) {
                         if (expirations > 1)
                                 log_debug("tick overran: %llu intervals skipped", (unsigned long long) (expirations - 1));
                         loop_tick(l);
-                        notify_watchdog();
                 }
+                /* Pinged from this thread only: a loop stuck in a collector gets
+                 * no pings and systemd restarts the service. */
+                loop_status(l, status, sizeof(status));
+                notify_watchdog(status);
         }
 out:
         close(tfd);

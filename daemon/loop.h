@@ -27,6 +27,12 @@ struct loop {
         int64_t wall_start_ms;
         int64_t mono_start_ns;
         int store_error;             /* last store_append() result, logged on change */
+        /* Called on SIGHUP from the loop's thread. It re-reads the
+         * configuration and applies what can change at run time (it may set
+         * interval_ms); it returns -EINVAL and changes nothing when the new
+         * configuration is bad. NULL: SIGHUP is only logged. */
+        int (*reload)(struct loop *l, void *userdata);
+        void *reload_userdata;
 };
 
 /* Builds the combined series list. The loop borrows everything it is given. */
@@ -39,5 +45,7 @@ void loop_done(struct loop *l);
 int loop_tick(struct loop *l);
 
 /* Ticks every interval until SIGTERM or SIGINT arrives on signal_fd
- * (a signalfd). Returns 0 on such a stop, <0 on a fatal error. */
+ * (a signalfd); SIGHUP calls the reload hook. Sends WATCHDOG=1 with a
+ * STATUS= line after every tick, and often enough for WatchdogSec= when
+ * the interval is longer. Returns 0 on such a stop, <0 on a fatal error. */
 int loop_run(struct loop *l, int signal_fd);

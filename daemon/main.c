@@ -48,6 +48,39 @@ static void format_url(const struct settings *s, uint16_t port, char *out, size_
         snprintf(out, size, "http://%s:%u/", host, port);
 }
 
+struct reload_args {
+        int argc;
+        char **argv;
+        struct settings *settings;
+        struct web_context *web;
+};
+
+/* SIGHUP: re-reads flags and config file exactly as at start. Interval and
+ * log level change at once; the listening socket, database and backend stay
+ * (changing them needs a restart). A bad configuration changes nothing. */
+static int reload_settings(struct loop *l, void *userdata) {
+        struct reload_args *a = userdata;
+        struct settings s;
+        char err[1024];
+
+        if (settings_load(a->argc, a->argv, &s, err, sizeof(err)) < 0) {
+                log_error("reload: %s; keeping the running configuration", err);
+                return -EINVAL;
+        }
+        if (strcmp(s.listen, a->settings->listen) != 0 || strcmp(s.db_path, a->settings->db_path) != 0 ||
+            strcmp(s.backend, a->settings->backend) != 0 || strcmp(s.web_root, a->settings->web_root) != 0)
+                log_warning("reload: listen, db, backend and web_root changes take effect at the next restart");
+        a->settings->interval_ms = s.interval_ms;
+        a->settings->log_level = s.log_level;
+        log_set_level(s.log_level);
+        l->interval_ms = s.interval_ms;
+        /* Read by the HTTP threads for /healthz; one aligned word. */
+        __atomic_store_n(&a->web->interval_ms, s.interval_ms, __ATOMIC_RELAXED);
+        log_info("reloaded configuration%s%s: interval %lldms", s.config_path[0] ? " from " : "", s.config_path,
+                 (long long) s.interval_ms);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         struct settings settings;
         char err[1024];
@@ -110,6 +143,7 @@ int main(int argc, char **argv) {
         }
 
         snapshot_slot_init(&latest);
+        notify_status("Opening database %s", settings.db_path);
         r = store_open(settings.db_path, &store);
         if (r == -EPROTONOSUPPORT) {
                 log_error("database %s was written by a newer neurond; refusing to touch it", settings.db_path);
@@ -157,14 +191,31 @@ int main(int argc, char **argv) {
         /* The first tick runs before the server starts, so /metrics never
          * answers empty. */
         loop_tick(&loop);
-        r = http_start((const struct sockaddr *) &settings.listen_addr, settings.listen_addr_len, &web, &http);
-        if (r < 0) {
-                log_error("listening on %s: %s", settings.listen, strerror(-r));
+        int listen_fd = notify_listen_fd();
+        if (listen_fd >= 0) {
+                r = http_start_fd(listen_fd, &web, &http);
+                if (r < 0) {
+                        log_error("serving on the socket from the service manager: %s", strerror(-r));
+                        goto out_slot;
+                }
+                log_info("listening on port %u (socket from the service manager; listen setting unused)",
+                         http_port(http));
+        } else if (listen_fd != -ENOENT) {
+                log_error("socket activation: expected one listening stream socket: %s", strerror(-listen_fd));
                 goto out_slot;
+        } else {
+                r = http_start((const struct sockaddr *) &settings.listen_addr, settings.listen_addr_len, &web, &http);
+                if (r < 0) {
+                        log_error("listening on %s: %s", settings.listen, strerror(-r));
+                        goto out_slot;
+                }
+                char url[128];
+                format_url(&settings, http_port(http), url, sizeof(url));
+                log_info("listening on port %u; dashboard at %s, metrics at %smetrics", http_port(http), url, url);
         }
-        char url[128];
-        format_url(&settings, http_port(http), url, sizeof(url));
-        log_info("listening on port %u; dashboard at %s, metrics at %smetrics", http_port(http), url, url);
+        struct reload_args reload = { .argc = argc, .argv = argv, .settings = &settings, .web = &web };
+        loop.reload = reload_settings;
+        loop.reload_userdata = &reload;
         notify_ready("Polling");
 
         r = loop_run(&loop, signal_fd);

@@ -197,22 +197,34 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
         log_debug("http: %s", msg);
 }
 
-int http_start(const struct sockaddr *addr, socklen_t addr_len, const struct web_context *ctx,
-               struct http_server **ret) {
+/* Starts libmicrohttpd either binding addr, or on listen_fd (>= 0) that was
+ * bound by someone else (socket activation). */
+static int http_start_on(const struct sockaddr *addr, int listen_fd, const struct web_context *ctx,
+                         struct http_server **ret) {
         struct http_server *srv = calloc(1, sizeof(*srv));
         if (!srv)
                 return -ENOMEM;
         srv->ctx = ctx;
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-        if (addr->sa_family == AF_INET6)
+        if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                                    MHD_OPTION_SOCK_ADDR, addr,
-                                    MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
-                                    MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
-                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
-                                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-                                    MHD_OPTION_END);
+        /* The two options take different argument types, hence two calls. */
+        if (addr)
+                srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                            MHD_OPTION_SOCK_ADDR, addr,
+                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
+                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
+                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+                                            MHD_OPTION_END);
+        else
+                srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_fd,
+                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
+                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
+                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+                                            MHD_OPTION_END);
         if (!srv->mhd) {
                 int err = errno;
                 free(srv);
@@ -220,6 +232,17 @@ int http_start(const struct sockaddr *addr, socklen_t addr_len, const struct web
         }
         *ret = srv;
         return 0;
+}
+
+int http_start(const struct sockaddr *addr, socklen_t addr_len, const struct web_context *ctx,
+               struct http_server **ret) {
+        return http_start_on(addr, -1, ctx, ret);
+}
+
+int http_start_fd(int listen_fd, const struct web_context *ctx, struct http_server **ret) {
+        if (listen_fd < 0)
+                return -EBADF;
+        return http_start_on(NULL, listen_fd, ctx, ret);
 }
 
 uint16_t http_port(const struct http_server *srv) {

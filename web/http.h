@@ -40,6 +40,9 @@ struct http_server;
 /* Binds addr and starts serving. Returns 0, -EADDRINUSE, -EACCES or -EIO. */
 int http_start(const struct sockaddr *addr, socklen_t addr_len, const struct web_context *ctx,
                struct http_server **ret);
+/* Serves on an already bound, listening stream socket (socket activation);
+ * the server owns listen_fd from then on. Returns 0, -EBADF or -EIO. */
+int http_start_fd(int listen_fd, const struct web_context *ctx, struct http_server **ret);
 /* The port actually bound (useful with port 0). */
 uint16_t http_port(const struct http_server *srv);
 void http_stop(struct http_server *srv); /* NULL-safe; waits for handlers */

@@ -1,0 +1,46 @@
+#!/bin/sh
+# sd_notify without systemd: a datagram socket stands in as NOTIFY_SOCKET and
+# must receive STATUS while starting, READY=1, WATCHDOG=1 from the loop,
+# RELOADING=1 then READY=1 on SIGHUP, and STOPPING=1 last.
+. "$top_srcdir/tests/integration/service-lib.sh"
+need python3
+need curl
+
+python3 "$top_srcdir/tests/integration/notify-listen.py" "$TMP/notify.sock" "$TMP/notify.txt" 30 &
+listener=$!
+PIDS="$PIDS $listener"
+wait_for "$TMP/notify.txt" BOUND
+
+printf '[neurond]\ninterval = 200ms\n' >"$TMP/neurond.conf"
+NOTIFY_SOCKET="$TMP/notify.sock" start_neurond n --config "$TMP/neurond.conf" --backend model:trn1.2xlarge
+wait_for "$TMP/notify.txt" '^WATCHDOG=1'
+kill -HUP "$PID"
+wait_for "$TMP/n.log" 'reloaded configuration'
+wait_for "$TMP/notify.txt" '^RELOADING=1'
+stop_neurond "$PID"
+wait "$listener" || fail "the notification listener failed"
+PIDS=
+
+cat "$TMP/notify.txt"
+# first LINE: line number of the first line matching the pattern, or fail.
+first() {
+        n=$(grep -n -m 1 -- "$1" "$TMP/notify.txt" | cut -d: -f1)
+        [ -n "$n" ] || fail "no '$1' notification"
+        echo "$n"
+}
+opening=$(first '^STATUS=Opening database')
+ready=$(first '^READY=1')
+watchdog=$(first '^WATCHDOG=1')
+reloading=$(first '^RELOADING=1')
+stopping=$(first '^STOPPING=1')
+# READY=1 again after the reload.
+ready2=$(awk -v from="$reloading" 'NR > from && /^READY=1/ { print NR; exit }' "$TMP/notify.txt")
+[ -n "$ready2" ] || fail "no READY=1 after RELOADING=1"
+[ "$opening" -lt "$ready" ] || fail "STATUS while starting must come before READY=1"
+[ "$ready" -lt "$watchdog" ] || fail "READY=1 must come before the first WATCHDOG=1"
+[ "$watchdog" -lt "$reloading" ] || fail "WATCHDOG=1 must come before the reload"
+[ "$ready2" -lt "$stopping" ] || fail "READY=1 after the reload must come before STOPPING=1"
+[ "$(tail -n 2 "$TMP/notify.txt" | head -n 1)" = "STATUS=Stopping" ] || fail "STOPPING=1 must be the last message"
+grep -q '^STATUS=Polling every 200ms; tick [0-9]*; 1 of 1 collectors up' "$TMP/notify.txt" ||
+        fail "the loop's STATUS line is missing"
+echo "notifications arrived in order"
