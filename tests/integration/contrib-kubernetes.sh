@@ -1,0 +1,51 @@
+#!/bin/sh
+# contrib/kubernetes/neurond.yaml: the DaemonSet mounts /sys read only where
+# its sysfs backend looks, sets resource limits, probes /healthz on the port
+# the Service and the ServiceMonitor name, and passes flags that neurond
+# accepts.
+. "$top_srcdir/tests/integration/service-lib.sh"
+need python3
+python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is not installed"
+
+python3 - "$top_srcdir/contrib/kubernetes/neurond.yaml" >"$TMP/args" <<'PY' || fail "neurond.yaml is inconsistent"
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+def check(cond, what):
+    if not cond:
+        sys.exit("neurond.yaml: " + what)
+for kind in ("DaemonSet", "Service", "ServiceMonitor"):
+    check(kind in docs, "no " + kind)
+pod = docs["DaemonSet"]["spec"]["template"]["spec"]
+c = pod["containers"][0]
+args = c["args"]
+backend = [a.split("=", 1)[1] for a in args if a.startswith("--backend=")]
+check(backend and backend[0].startswith("sysfs:"), "the backend is not sysfs with a root")
+root = backend[0].split(":", 1)[1]
+mounts = {m["name"]: m for m in c["volumeMounts"]}
+vols = {v["name"]: v for v in pod["volumes"]}
+sysmount = [m for m in mounts.values() if m["mountPath"] == root]
+check(sysmount and sysmount[0].get("readOnly"), "the sysfs root %s is not mounted read only" % root)
+check(vols[sysmount[0]["name"]]["hostPath"]["path"] == "/sys", "the sysfs mount is not the host's /sys")
+check({"cpu", "memory"} <= set(c["resources"]["limits"]), "cpu and memory limits missing")
+check(c["securityContext"].get("readOnlyRootFilesystem") and not c["securityContext"].get("allowPrivilegeEscalation"),
+      "the container is not locked down")
+db = [a.split("=", 1)[1] for a in args if a.startswith("--db=")]
+check(db and any(db[0].startswith(m["mountPath"] + "/") for m in mounts.values()), "the database is not on a volume")
+port = c["ports"][0]
+check(c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}, "readiness probe is not /healthz")
+check(any(a == "--listen=0.0.0.0:%d" % port["containerPort"] for a in args), "neurond does not listen on the container port")
+svc_port = docs["Service"]["spec"]["ports"][0]
+check(svc_port["name"] == port["name"] and svc_port["targetPort"] == port["name"], "the Service does not target the pod port")
+sm = docs["ServiceMonitor"]["spec"]
+check(sm["endpoints"][0]["port"] == svc_port["name"] and sm["endpoints"][0]["path"] == "/metrics", "the ServiceMonitor misses the port")
+labels = docs["DaemonSet"]["spec"]["template"]["metadata"]["labels"]
+check(all(labels.get(k) == v for k, v in sm["selector"]["matchLabels"].items()), "the ServiceMonitor selects nothing")
+check(all(labels.get(k) == v for k, v in docs["Service"]["spec"]["selector"].items()), "the Service selects no pod")
+print("\n".join(a for a in args if not a.startswith(("--backend=", "--db="))))
+PY
+# The flags must be ones neurond accepts (the backend swapped for the model,
+# as /host/sys is not here).
+# shellcheck disable=SC2046
+"$NEUROND" --check-config $(cat "$TMP/args") --backend model:trn1.2xlarge --db "$TMP/k.db" >/dev/null ||
+        fail "neurond rejects the DaemonSet's flags: $(cat "$TMP/args" | tr '\n' ' ')"
+echo "neurond.yaml: DaemonSet, Service and ServiceMonitor agree"
