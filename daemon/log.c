@@ -10,13 +10,16 @@
 #include <unistd.h>
 
 #ifdef HAVE_SYSTEMD
+/* CODE_FILE= would always name this file; leave the fields out. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 #endif
 
 #include "daemon/log.h"
 
 static enum log_level log_max_level = LOG_LEVEL_INFO;
-static bool log_to_journal;
+static bool log_to_journal;     /* stderr is the journal's stream */
+static bool log_structured;     /* and journald's native socket is there */
 
 /* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected;
  * comparing with stderr tells an inherited variable from a live one. */
@@ -33,6 +36,9 @@ static bool stderr_is_journal(void) {
 void log_init(enum log_level max_level) {
         log_set_level(max_level);
         log_to_journal = stderr_is_journal();
+        /* sd_journal_sendv() drops messages silently when the socket is
+         * missing; then the stream, with priority prefixes, is the way in. */
+        log_structured = log_to_journal && access("/run/systemd/journal/socket", W_OK) == 0;
 }
 
 void log_set_level(enum log_level max_level) {
@@ -74,7 +80,7 @@ void log_msg(enum log_level level, const char *collector, const char *fmt, ...) 
         va_end(ap);
         if (log_to_journal) {
 #ifdef HAVE_SYSTEMD
-                if (log_journal(level, collector, text) >= 0)
+                if (log_structured && log_journal(level, collector, text) >= 0)
                         return;
 #endif
                 /* One write per line so that lines from several threads never mix. */

@@ -51,6 +51,8 @@ int loop_init(struct loop *l, struct collector *const *collectors, size_t n_coll
         for (size_t i = 0, at = 0; i < n_collectors; i++) {
                 l->offsets[i] = at;
                 memcpy(l->series + at, collectors[i]->inv.series, collectors[i]->inv.n_series * sizeof(*l->series));
+                log_collector(LOG_LEVEL_DEBUG, collectors[i]->ops->name, "%zu series from series %zu",
+                              collectors[i]->inv.n_series, at);
                 at += collectors[i]->inv.n_series;
         }
         l->n_series = n;
@@ -96,10 +98,17 @@ int loop_tick(struct loop *l) {
                 };
                 int r = c->ops->read(c, snap->timestamp_ms, &batch);
                 snap->collector_up[i] = r >= 0;
-                if (r < 0) {
+                if (r < 0)
                         /* A failed read leaves nothing half-valid behind. */
                         memset(batch.valid, 0, batch.n);
-                        log_collector(LOG_LEVEL_DEBUG, c->ops->name, "read failed: %s", strerror(-r));
+                /* Complain once when a collector starts failing, not every tick. */
+                int err = r < 0 ? r : 0;
+                if (err != l->read_error[i]) {
+                        if (err < 0)
+                                log_collector(LOG_LEVEL_WARNING, c->ops->name, "read failed: %s", strerror(-err));
+                        else
+                                log_collector(LOG_LEVEL_INFO, c->ops->name, "reads work again");
+                        l->read_error[i] = err;
                 }
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;

@@ -27,6 +27,7 @@ struct loop {
         int64_t wall_start_ms;
         int64_t mono_start_ns;
         int store_error;             /* last store_append() result, logged on change */
+        int read_error[SNAPSHOT_COLLECTORS_MAX]; /* each collector's last read result, logged on change */
         /* Called on SIGHUP from the loop's thread. It re-reads the
          * configuration and applies what can change at run time (it may set
          * interval_ms); it returns -EINVAL and changes nothing when the new

@@ -208,22 +208,23 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
         if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        /* The two options take different argument types, hence two calls. */
+        /* The two options take different argument types, hence two calls;
+         * the logger goes first so that libmicrohttpd uses it from the start. */
         if (addr)
                 srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                             MHD_OPTION_SOCK_ADDR, addr,
                                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
                                             MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
-                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                             MHD_OPTION_END);
         else
                 srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_fd,
                                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
                                             MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
-                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                             MHD_OPTION_END);
         if (!srv->mhd) {
                 int err = errno;
