@@ -5,6 +5,7 @@
 # runs the daemon in a private mount namespace whose /run holds a stand-in
 # journal socket; it needs root for that and is skipped otherwise.
 . "$top_srcdir/tests/integration/service-lib.sh"
+need_libsystemd
 need python3
 need unshare
 [ "$(id -u)" -eq 0 ] || skip "needs root for a private mount namespace"

@@ -16,6 +16,7 @@ trap cleanup EXIT INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
+need_libsystemd() { ldd "$NEUROND" | grep -q libsystemd || skip "neurond was built without libsystemd"; }
 need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
 
 # wait_for FILE PATTERN: waits up to 20 s for PATTERN to appear in FILE.

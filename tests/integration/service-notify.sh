@@ -3,6 +3,7 @@
 # must receive STATUS while starting, READY=1, WATCHDOG=1 from the loop,
 # RELOADING=1 then READY=1 on SIGHUP, and STOPPING=1 last.
 . "$top_srcdir/tests/integration/service-lib.sh"
+need_libsystemd
 need python3
 need curl
 

@@ -4,6 +4,7 @@
 # serve on it and ignore its own listen setting (an address it could not
 # bind, here).
 . "$top_srcdir/tests/integration/service-lib.sh"
+need_libsystemd
 need systemd-socket-activate
 need curl
 need python3
