@@ -2,10 +2,10 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>

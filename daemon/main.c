@@ -196,6 +196,7 @@ int main(int argc, char **argv) {
                 r = http_start_fd(listen_fd, &web, &http);
                 if (r < 0) {
                         log_error("serving on the socket from the service manager: %s", strerror(-r));
+                        close(listen_fd);
                         goto out_slot;
                 }
                 log_info("listening on port %u (socket from the service manager; listen setting unused)",
