@@ -42,6 +42,8 @@ cp "$top_srcdir/contrib/prometheus/prometheus.yml" "$top_srcdir/contrib/promethe
 sed -i -e 's/scrape_interval: 15s/scrape_interval: 1s/' -e 's/evaluation_interval: 15s/evaluation_interval: 1s/' \
         -e 's/scrape_timeout: 10s/scrape_timeout: 1s/' -e 's/refresh_interval: 1m/refresh_interval: 1s/' \
         "$TMP/prom/prometheus.yml"
+! grep -Eq '(interval|timeout): *[0-9]*[mh]|(interval|timeout): *[0-9]{2,}s' "$TMP/prom/prometheus.yml" ||
+        fail "contrib/prometheus/prometheus.yml changed its intervals; adjust this test's substitutions"
 echo "- targets: [${targets%,} ]" >"$TMP/prom/targets/test.yml"
 pport=$(free_port)
 prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
