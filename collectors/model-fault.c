@@ -1,0 +1,226 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/model.h"
+
+static const char *const kind_names[FAULT__COUNT] = {
+        [FAULT_DEVICE_DOWN] = "device_down",
+        [FAULT_CORE_STUCK] = "core_stuck",
+        [FAULT_ECC] = "ecc",
+        [FAULT_LINK_DOWN] = "link_down",
+        [FAULT_EXEC_ERRORS] = "exec_errors",
+};
+
+/* The sysfs file names under stats/hardware/ (HARDWARE.md section 3). */
+const char *const model_ecc_names[ECC__COUNT] = {
+        [ECC_MEM_UNCORRECTED] = "mem_ecc_uncorrected",
+        [ECC_MEM_REPAIRABLE_UNCORRECTED] = "mem_ecc_repairable_uncorrected",
+        [ECC_SRAM_UNCORRECTED] = "sram_ecc_uncorrected",
+};
+
+#define EXEC_ERRORS_DEFAULT_RATE 100.0
+#define EXEC_ERRORS_DEFAULT_MS 10000
+
+/* "250ms", "30s", "5m", "2h": one number, one unit. */
+static int parse_duration(const char *text, size_t len, int64_t *ret_ms) {
+        static const struct {
+                const char *unit;
+                int64_t ms;
+        } units[] = { { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 } };
+        int64_t n = 0;
+        size_t i = 0;
+
+        for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+                if (n > INT64_C(1000000000000))
+                        return -EINVAL;
+                n = n * 10 + (text[i] - '0');
+        }
+        if (i == 0)
+                return -EINVAL;
+        for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+                if (len - i == strlen(units[u].unit) && strncmp(text + i, units[u].unit, len - i) == 0) {
+                        *ret_ms = n * units[u].ms;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static int parse_uint(const char *text, size_t len, unsigned *ret) {
+        unsigned long v = 0;
+        if (len == 0 || len > 9)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                if (text[i] < '0' || text[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (unsigned long) (text[i] - '0');
+        }
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int model_fault_parse(const char *text, struct model_fault *ret, char *err, size_t errlen) {
+        struct model_fault f = { .peer = MODEL_PEER_SWITCH };
+        char buf[128];
+        char *fields[3] = { 0 };
+        size_t n_fields = 0;
+
+        if (strlen(text) >= sizeof(buf)) {
+                snprintf(err, errlen, "fault '%.40s...' is too long", text);
+                return -EINVAL;
+        }
+        snprintf(buf, sizeof(buf), "%s", text);
+
+        /* Split off "+duration" and "@start" from the end. */
+        char *plus = strchr(buf, '+');
+        char *at = strchr(buf, '@');
+        if (plus && at && plus < at) {
+                snprintf(err, errlen, "fault '%s': write @start before +duration", text);
+                return -EINVAL;
+        }
+        bool has_duration = plus != NULL;
+        if (plus) {
+                *plus = '\0';
+                if (parse_duration(plus + 1, strlen(plus + 1), &f.duration_ms) < 0 || f.duration_ms <= 0) {
+                        snprintf(err, errlen, "fault '%s': duration '%s' is not a positive duration such as 30s", text,
+                                 plus + 1);
+                        return -EINVAL;
+                }
+        }
+        if (at) {
+                *at = '\0';
+                if (parse_duration(at + 1, strlen(at + 1), &f.start_ms) < 0) {
+                        snprintf(err, errlen, "fault '%s': start '%s' is not a duration such as 10s", text, at + 1);
+                        return -EINVAL;
+                }
+        }
+        for (char *p = buf; p;) {
+                if (n_fields == 3) {
+                        snprintf(err, errlen, "fault '%s': too many ':' fields", text);
+                        return -EINVAL;
+                }
+                fields[n_fields++] = p;
+                p = strchr(p, ':');
+                if (p)
+                        *p++ = '\0';
+        }
+        int kind = -1;
+        for (int k = 0; k < FAULT__COUNT; k++)
+                if (strcmp(fields[0], kind_names[k]) == 0)
+                        kind = k;
+        if (kind < 0) {
+                snprintf(err, errlen,
+                         "fault '%s': unknown kind '%s' (expected device_down, core_stuck, ecc, link_down or exec_errors)",
+                         text, fields[0]);
+                return -EINVAL;
+        }
+        f.kind = (enum model_fault_kind) kind;
+        size_t want_min = 2, want_max = 2;
+        if (kind == FAULT_ECC || kind == FAULT_EXEC_ERRORS)
+                want_max = 3;
+        if (kind == FAULT_LINK_DOWN)
+                want_min = want_max = 3;
+        if (n_fields < want_min || n_fields > want_max) {
+                snprintf(err, errlen, "fault '%s': %s takes %s", text, kind_names[kind],
+                         kind == FAULT_LINK_DOWN    ? "<device>:<peer device or switch>"
+                         : kind == FAULT_ECC        ? "<device>[:<event type>]"
+                         : kind == FAULT_EXEC_ERRORS ? "<core>[:<errors per second>]"
+                         : kind == FAULT_CORE_STUCK ? "<core>"
+                                                    : "<device>");
+                return -EINVAL;
+        }
+        if (parse_uint(fields[1], strlen(fields[1]), &f.target) < 0) {
+                snprintf(err, errlen, "fault '%s': '%s' is not a device or core index", text, fields[1]);
+                return -EINVAL;
+        }
+        switch (f.kind) {
+        case FAULT_LINK_DOWN:
+                if (strcmp(fields[2], "switch") != 0 && parse_uint(fields[2], strlen(fields[2]), &f.peer) < 0) {
+                        snprintf(err, errlen, "fault '%s': peer '%s' is not a device index nor 'switch'", text, fields[2]);
+                        return -EINVAL;
+                }
+                break;
+        case FAULT_ECC: {
+                int e = n_fields == 3 ? -1 : ECC_MEM_UNCORRECTED;
+                for (int i = 0; n_fields == 3 && i < ECC__COUNT; i++)
+                        if (strcmp(fields[2], model_ecc_names[i]) == 0)
+                                e = i;
+                if (e < 0) {
+                        snprintf(err, errlen,
+                                 "fault '%s': ECC type '%s' is not mem_ecc_uncorrected, mem_ecc_repairable_uncorrected "
+                                 "or sram_ecc_uncorrected",
+                                 text, fields[2]);
+                        return -EINVAL;
+                }
+                f.ecc = (enum model_ecc_type) e;
+                break;
+        }
+        case FAULT_EXEC_ERRORS: {
+                f.rate = EXEC_ERRORS_DEFAULT_RATE;
+                if (n_fields == 3) {
+                        char *end;
+                        errno = 0;
+                        f.rate = strtod(fields[2], &end);
+                        if (errno || end == fields[2] || *end || !(f.rate > 0 && f.rate <= 1e6)) {
+                                snprintf(err, errlen, "fault '%s': rate '%s' is not a number of errors per second in (0, 1000000]",
+                                         text, fields[2]);
+                                return -EINVAL;
+                        }
+                }
+                break;
+        }
+        default:
+                break;
+        }
+        if (!has_duration)
+                f.duration_ms = f.kind == FAULT_ECC           ? 0
+                                : f.kind == FAULT_EXEC_ERRORS ? EXEC_ERRORS_DEFAULT_MS
+                                                              : MODEL_FAULT_FOREVER;
+        *ret = f;
+        return 0;
+}
+
+static void format_duration(int64_t ms, char *out, size_t size) {
+        if (ms % 3600000 == 0)
+                snprintf(out, size, "%" PRId64 "h", ms / 3600000);
+        else if (ms % 60000 == 0)
+                snprintf(out, size, "%" PRId64 "m", ms / 60000);
+        else if (ms % 1000 == 0)
+                snprintf(out, size, "%" PRId64 "s", ms / 1000);
+        else
+                snprintf(out, size, "%" PRId64 "ms", ms);
+}
+
+void model_fault_format(const struct model_fault *f, char *out, size_t size) {
+        char arg[48] = "", start[32] = "", duration[32] = "";
+
+        switch (f->kind) {
+        case FAULT_LINK_DOWN:
+                if (f->peer == MODEL_PEER_SWITCH)
+                        snprintf(arg, sizeof(arg), ":switch");
+                else
+                        snprintf(arg, sizeof(arg), ":%u", f->peer);
+                break;
+        case FAULT_ECC:
+                snprintf(arg, sizeof(arg), ":%s", model_ecc_names[f->ecc]);
+                break;
+        case FAULT_EXEC_ERRORS:
+                snprintf(arg, sizeof(arg), ":%g", f->rate);
+                break;
+        default:
+                break;
+        }
+        if (f->start_ms > 0) {
+                start[0] = '@';
+                format_duration(f->start_ms, start + 1, sizeof(start) - 1);
+        }
+        if (f->duration_ms > 0 && f->duration_ms != MODEL_FAULT_FOREVER) {
+                duration[0] = '+';
+                format_duration(f->duration_ms, duration + 1, sizeof(duration) - 1);
+        }
+        snprintf(out, size, "%s:%u%s%s%s", kind_names[f->kind], f->target, arg, start, duration);
+}
