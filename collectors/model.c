@@ -275,11 +275,7 @@ static double device_demand(const struct model *m, unsigned d, double u_dev, int
 }
 
 static bool fault_in_force(const struct model_fault_status *f, int64_t s) {
-        int64_t start = f->start_ms / 1000;
-        int64_t end = f->end_ms == INT64_MAX ? INT64_MAX : f->end_ms / 1000;
-        if (end <= start)
-                end = start + 1;
-        return s >= start && s < end;
+        return s >= f->start_ms / 1000 && (f->end_ms == INT64_MAX || s < f->end_ms / 1000);
 }
 
 static bool link_cut(const struct model *m, const struct model_link *l, int64_t s) {
@@ -428,10 +424,7 @@ static void faults_update(struct model *m, int64_t now_ms) {
         size_t kept = 0;
         for (size_t i = 0; i < m->n_active; i++) {
                 const struct model_fault_status *f = &m->active[i];
-                int64_t end_s = f->end_ms == INT64_MAX ? INT64_MAX : f->end_ms / 1000;
-                if (end_s <= f->start_ms / 1000)
-                        end_s = f->start_ms / 1000 + 1;
-                if (end_s >= m->last_ms / 1000)
+                if (f->end_ms == INT64_MAX || f->end_ms / 1000 >= m->last_ms / 1000)
                         m->active[kept++] = *f;
         }
         m->n_active = kept;
@@ -443,7 +436,9 @@ static void faults_update(struct model *m, int64_t now_ms) {
                 m->active[m->n_active++] = (struct model_fault_status){
                         .fault = *f,
                         .start_ms = start,
-                        .end_ms = f->duration_ms == MODEL_FAULT_FOREVER ? INT64_MAX : start + f->duration_ms,
+                        /* At least the whole second: an instant ECC fault is one event. */
+                        .end_ms = f->duration_ms == MODEL_FAULT_FOREVER ? INT64_MAX
+                                  : start + (f->duration_ms > 1000 ? f->duration_ms : 1000),
                 };
         }
         m->n_pending = 0;

@@ -1,16 +1,380 @@
+/* The device model through the collector interface: spec parsing, series,
+ * determinism, and faults from the spec and from another thread. */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
-#include "collectors/collector.h"
 #include "collectors/model.h"
+
+#define T0 INT64_C(1767225600000)
+
+struct fixture {
+        struct collector *c;
+        double *values;
+        uint8_t *valid;
+};
+
+static struct fixture *open_spec(const char *spec) {
+        struct fixture *f = calloc(1, sizeof(*f));
+        char err[256];
+        assert_non_null(f);
+        int r = collector_open_spec(spec, &f->c, err, sizeof(err));
+        if (r < 0)
+                print_message("# %s: %s\n", spec, err);
+        assert_int_equal(r, 0);
+        f->values = calloc(f->c->inv.n_series, sizeof(double));
+        f->valid = calloc(f->c->inv.n_series, 1);
+        assert_true(f->values && f->valid);
+        return f;
+}
+
+static void read_at(struct fixture *f, int64_t ms) {
+        struct sample_batch b = { .n = f->c->inv.n_series, .values = f->values, .valid = f->valid };
+        memset(f->valid, 0, b.n);
+        assert_int_equal(f->c->ops->read(f->c, ms, &b), 0);
+}
+
+static void fixture_free(struct fixture *f) {
+        collector_close(f->c);
+        free(f->values);
+        free(f->valid);
+        free(f);
+}
+
+/* Index of the series with these label values (NULL ends the list). */
+static size_t find(const struct fixture *f, enum metric_id metric, const char *l0, const char *l1, const char *l2) {
+        const char *want[3] = { l0, l1, l2 };
+        for (size_t i = 0; i < f->c->inv.n_series; i++) {
+                const struct series_desc *s = &f->c->inv.series[i];
+                if (s->metric != metric)
+                        continue;
+                bool ok = true;
+                for (size_t l = 0; l < metric_label_count(&metric_table[metric]) && ok; l++)
+                        ok = want[l] && strcmp(s->label_values[l], want[l]) == 0;
+                if (ok)
+                        return i;
+        }
+        fail_msg("no series %s{%s,%s,%s}", metric_table[metric].name, l0, l1 ? l1 : "", l2 ? l2 : "");
+        return 0;
+}
+
+static size_t count_metric(const struct fixture *f, enum metric_id metric) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->c->inv.n_series; i++)
+                n += f->c->inv.series[i].metric == metric;
+        return n;
+}
+
+static void expect_open_error(const char *spec, const char *fragment) {
+        struct collector *c = NULL;
+        char err[256];
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -EINVAL);
+        assert_null(c);
+        if (!strstr(err, fragment))
+                fail_msg("'%s' gave '%s', expected it to mention '%s'", spec, err, fragment);
+}
+
+static void model_open__bad_options__explain(void **state) {
+        expect_open_error("model:p5.48xlarge", "unknown instance type");
+        expect_open_error("model:trn1.2xlarge,scenario=chaos", "unknown scenario");
+        expect_open_error("model:trn1.2xlarge,seed=-1", "seed");
+        expect_open_error("model:trn1.2xlarge,speed=0", "speed");
+        expect_open_error("model:trn1.2xlarge,memory_categories=yes", "memory_categories");
+        expect_open_error("model:trn1.2xlarge,fault=meltdown:0", "unknown kind");
+        expect_open_error("model:trn1.2xlarge,fault=device_down:1", "device 1 does not exist");
+        expect_open_error("model:trn1.32xlarge,fault=core_stuck:32", "core 32 does not exist");
+        expect_open_error("model:trn1.32xlarge,fault=link_down:0:10", "no NeuronLink to device 10");
+        expect_open_error("model:trn1.32xlarge,fault=link_down:0:switch", "no NeuronSwitch port");
+        expect_open_error("model:trn1.32xlarge,fault=ecc:0:dram", "ECC type");
+        expect_open_error("model:trn1.32xlarge,fault=device_down:0+0s", "duration");
+        expect_open_error("model:trn1.32xlarge,fault=device_down:0+10s@5s", "before");
+        expect_open_error("model:trn1.32xlarge,fault=exec_errors:0:-3", "rate");
+        expect_open_error("model:trn1.32xlarge,fault=device_down", "takes <device>");
+}
+
+static void model_fault_format__parsed_faults__round_trip(void **state) {
+        static const char *const texts[] = {
+                "device_down:3@10s+30s", "core_stuck:17",           "ecc:2:sram_ecc_uncorrected@1m",
+                "link_down:4:switch+2h", "link_down:0:1@250ms+1s", "exec_errors:5:12.5@5m+10s",
+        };
+        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+                struct model_fault f;
+                char err[128], out[128];
+                assert_int_equal(model_fault_parse(texts[i], &f, err, sizeof(err)), 0);
+                model_fault_format(&f, out, sizeof(out));
+                assert_string_equal(out, texts[i]);
+        }
+        struct model_fault f;
+        char err[128];
+        assert_int_equal(model_fault_parse("ecc:1", &f, err, sizeof(err)), 0);
+        assert_int_equal(f.ecc, ECC_MEM_UNCORRECTED);
+        assert_int_equal(f.duration_ms, 0);
+        assert_int_equal(model_fault_parse("exec_errors:1", &f, err, sizeof(err)), 0);
+        assert_true(f.rate == 100 && f.duration_ms == 10000);
+        assert_int_equal(model_fault_parse("device_down:1", &f, err, sizeof(err)), 0);
+        assert_true(f.duration_ms == MODEL_FAULT_FOREVER);
+}
+
+/* Series counts per instance: the store and the 64 MiB goal are sized on them. */
+static void model_open__trn3_gen2__has_every_core_and_device(void **state) {
+        struct fixture *f = open_spec("model:trn3-gen2-ultraserver,scenario=moe");
+        assert_int_equal(f->c->inv.n_devices, 144);
+        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 1152);
+        assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_USED), 1152);
+        assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_CATEGORY), 0);
+        assert_int_equal(count_metric(f, METRIC_DEVICE_ECC_EVENTS), 3 * 144);
+        /* NeuronSwitch: one port per device, not 144 x 143 pairs. */
+        assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 144);
+        assert_int_equal(f->c->inv.n_series, 7776);
+        /* The inventory still lists every reachable device as a peer. */
+        assert_int_equal(f->c->inv.devices[7].n_peers, 143);
+        find(f, METRIC_LINK_RX_BYTES, "143", "switch", NULL);
+        fixture_free(f);
+
+        f = open_spec("model:trn2-ultraserver,scenario=training");
+        assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 64 * 6);
+        find(f, METRIC_LINK_TX_BYTES, "5", "53", NULL);
+        fixture_free(f);
+}
+
+static void model_read__memory_categories__sum_to_core_memory(void **state) {
+        struct fixture *f = open_spec("model:inf2.24xlarge,scenario=mixed,memory_categories=on");
+        assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_CATEGORY), 12 * 11);
+        read_at(f, T0);
+        read_at(f, T0 + 5000);
+        for (unsigned c = 0; c < 12; c++) {
+                char dev[8], core[8];
+                snprintf(dev, sizeof(dev), "%u", c / 2);
+                snprintf(core, sizeof(core), "%u", c);
+                static const char *const cats[] = { "model_code", "tensors", "constants", "model_shared_scratchpad",
+                                                    "runtime_memory", "driver_memory", "collectives",
+                                                    "nonshared_scratchpad", "notifications", "dma_rings",
+                                                    "uncategorized" };
+                double sum = 0;
+                for (size_t k = 0; k < 11; k++) {
+                        size_t i = find(f, METRIC_CORE_MEMORY_CATEGORY, dev, core, cats[k]);
+                        assert_true(f->valid[i] && f->values[i] >= 0);
+                        sum += f->values[i];
+                }
+                assert_true(sum == f->values[find(f, METRIC_CORE_MEMORY_USED, dev, core, NULL)]);
+        }
+        fixture_free(f);
+}
+
+/* Same seed and timestamps, same series; another seed, other series. */
+static void model_read__same_seed__same_series(void **state) {
+        static const char *const specs[] = {
+                "model:trn2.48xlarge,scenario=training,seed=7",
+                "model:trn2.48xlarge,scenario=training,seed=7",
+                "model:trn2.48xlarge,scenario=training,seed=8",
+        };
+        struct fixture *f[3];
+        for (int k = 0; k < 3; k++)
+                f[k] = open_spec(specs[k]);
+        bool differs = false;
+        for (int64_t t = T0; t < T0 + 600000; t += 1000 + (t % 7) * 100) {
+                for (int k = 0; k < 3; k++)
+                        read_at(f[k], t);
+                size_t n = f[0]->c->inv.n_series;
+                assert_memory_equal(f[0]->values, f[1]->values, n * sizeof(double));
+                assert_memory_equal(f[0]->valid, f[1]->valid, n);
+                differs = differs || memcmp(f[0]->values, f[2]->values, n * sizeof(double)) != 0;
+        }
+        assert_true(differs);
+        for (int k = 0; k < 3; k++)
+                fixture_free(f[k]);
+}
+
+/* Training alternates compute near full utilization with all-reduce
+ * phases that move the NeuronLink traffic; idle is idle. */
+static void model_read__training_and_idle__look_like_their_workloads(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,seed=2");
+        size_t u = find(f, METRIC_CORE_UTILIZATION, "0", "0", NULL);
+        size_t tx = find(f, METRIC_LINK_TX_BYTES, "0", "1", NULL);
+        double busy = 0, quiet = 1, prev_tx = 0, max_rate = 0, min_rate = 1e30;
+        for (int s = 0; s < 60; s++) {
+                read_at(f, T0 + s * 1000);
+                busy = f->values[u] > busy ? f->values[u] : busy;
+                quiet = f->values[u] < quiet ? f->values[u] : quiet;
+                if (s > 0) {
+                        double rate = f->values[tx] - prev_tx;
+                        max_rate = rate > max_rate ? rate : max_rate;
+                        min_rate = rate < min_rate ? rate : min_rate;
+                }
+                prev_tx = f->values[tx];
+        }
+        assert_true(busy > 0.85 && quiet < 0.2);
+        assert_true(max_rate > 10 * min_rate && max_rate > 1e10);
+        fixture_free(f);
+
+        f = open_spec("model:inf2.xlarge,scenario=idle");
+        read_at(f, T0);
+        read_at(f, T0 + 60000);
+        assert_true(f->values[find(f, METRIC_CORE_UTILIZATION, "0", "1", NULL)] == 0);
+        assert_true(f->values[find(f, METRIC_DEVICE_DMA_BYTES, "0", "host_to_device", NULL)] == 0);
+        fixture_free(f);
+}
+
+/* Mixed: a device that holds memory but runs nothing. */
+static void model_read__mixed__has_allocated_but_idle_cores(void **state) {
+        struct fixture *f = open_spec("model:trn2.48xlarge,scenario=mixed");
+        read_at(f, T0);
+        read_at(f, T0 + 30000);
+        /* 16 devices: 8 train, 4 infer, then 2 allocated but idle, 2 free. */
+        size_t u = find(f, METRIC_CORE_UTILIZATION, "12", "96", NULL);
+        size_t mem = find(f, METRIC_CORE_MEMORY_USED, "12", "96", NULL);
+        assert_true(f->values[u] == 0 && f->values[mem] > 0.5 * 96.0 * 1073741824.0 / 8);
+        size_t free_mem = find(f, METRIC_CORE_MEMORY_USED, "15", "120", NULL);
+        assert_true(f->values[free_mem] < 0.01 * 96.0 * 1073741824.0 / 8);
+        assert_true(f->values[find(f, METRIC_CORE_UTILIZATION, "0", "0", NULL)] > 0);
+        fixture_free(f);
+}
+
+static void model_read__device_down_fault__device_goes_and_returns(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,fault=device_down:2@10s+30s");
+        size_t up = find(f, METRIC_DEVICE_UP, "2", NULL, NULL);
+        size_t util = find(f, METRIC_CORE_UTILIZATION, "2", "4", NULL);
+        size_t dma = find(f, METRIC_DEVICE_DMA_BYTES, "2", "device_to_device", NULL);
+        size_t tx_out = find(f, METRIC_LINK_TX_BYTES, "2", "3", NULL);
+        size_t tx_in = find(f, METRIC_LINK_TX_BYTES, "3", "2", NULL);
+        size_t other = find(f, METRIC_CORE_UTILIZATION, "3", "6", NULL);
+
+        read_at(f, T0);
+        read_at(f, T0 + 5000);
+        assert_true(f->valid[up] && f->values[up] == 1 && f->valid[util]);
+        double dma_before = f->values[dma];
+        read_at(f, T0 + 12000);
+        double in_before = f->values[tx_in];
+        read_at(f, T0 + 25000);
+        assert_true(f->valid[up] && f->values[up] == 0);
+        assert_false(f->valid[util] || f->valid[dma] || f->valid[tx_out]);
+        /* The rest keeps reporting; nothing is sent to the missing device. */
+        assert_true(f->valid[other] && f->valid[tx_in] && f->values[tx_in] == in_before);
+        read_at(f, T0 + 45000);
+        assert_true(f->valid[up] && f->values[up] == 1 && f->valid[util] && f->valid[dma]);
+        assert_true(f->values[dma] >= dma_before);
+        fixture_free(f);
+}
+
+static void model_read__injected_faults__show_in_the_series(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,seed=4");
+        struct model_fault fault;
+        char err[128];
+        size_t util = find(f, METRIC_CORE_UTILIZATION, "2", "5", NULL);
+        size_t mem = find(f, METRIC_CORE_MEMORY_USED, "2", "5", NULL);
+        size_t ecc = find(f, METRIC_DEVICE_ECC_EVENTS, "1", "sram_ecc_uncorrected", NULL);
+        size_t ecc_other = find(f, METRIC_DEVICE_ECC_EVENTS, "1", "mem_ecc_uncorrected", NULL);
+        size_t tx = find(f, METRIC_LINK_TX_BYTES, "0", "1", NULL);
+        size_t rx_back = find(f, METRIC_LINK_RX_BYTES, "0", "1", NULL);
+        size_t fails = find(f, METRIC_CORE_EXECUTION_STATUS, "1", "3", "failure");
+        size_t errors = find(f, METRIC_CORE_EXECUTION_ERRORS, "1", "3", "generic");
+
+        read_at(f, T0);
+        assert_true(model_is(f->c));
+        const char *faults[] = { "core_stuck:5", "ecc:1:sram_ecc_uncorrected", "link_down:0:1", "exec_errors:3:50+10s" };
+        for (size_t i = 0; i < 4; i++) {
+                assert_int_equal(model_fault_parse(faults[i], &fault, err, sizeof(err)), 0);
+                assert_int_equal(model_fault_inject(f->c, &fault, err, sizeof(err)), 0);
+        }
+        struct model_fault_status list[8];
+        assert_int_equal(model_fault_list(f->c, list, 8), 4);
+        assert_true(list[0].pending);
+        read_at(f, T0 + 1000); /* faults take effect from the next whole second */
+        assert_int_equal(model_fault_list(f->c, list, 8), 4);
+        assert_false(list[0].pending);
+        double held = 0, tx0 = 0, rx0 = 0;
+        for (int s = 2; s < 30; s++) {
+                read_at(f, T0 + s * 1000);
+                assert_true(f->valid[util] && f->values[util] == 0);
+                if (s == 2) {
+                        held = f->values[mem];
+                        tx0 = f->values[tx];
+                        rx0 = f->values[rx_back];
+                }
+                assert_true(f->values[mem] > 0);
+                assert_true(f->values[tx] == tx0 && f->values[rx_back] == rx0);
+        }
+        assert_true(held > 0);
+        assert_true(f->values[ecc] == 1 && f->values[ecc_other] == 0);
+        assert_true(f->values[fails] == 500 && f->values[errors] == 500);
+
+        model_fault_clear(f->c);
+        read_at(f, T0 + 31000);
+        read_at(f, T0 + 32000);
+        read_at(f, T0 + 42000);
+        assert_int_equal(model_fault_list(f->c, list, 8), 0);
+        assert_true(f->values[tx] > tx0);
+        fixture_free(f);
+
+        /* A device's NeuronSwitch port. */
+        f = open_spec("model:trn3-gen1-ultraserver,scenario=moe,fault=link_down:5:switch");
+        size_t sw_tx = find(f, METRIC_LINK_TX_BYTES, "5", "switch", NULL);
+        size_t sw_rx = find(f, METRIC_LINK_RX_BYTES, "5", "switch", NULL);
+        size_t peer_tx = find(f, METRIC_LINK_TX_BYTES, "6", "switch", NULL);
+        read_at(f, T0);
+        read_at(f, T0 + 20000);
+        assert_true(f->values[sw_tx] == 0 && f->values[sw_rx] == 0 && f->values[peer_tx] > 0);
+        fixture_free(f);
+}
+
+struct poker {
+        struct collector *c;
+        int rounds;
+};
+
+static void *poke(void *arg) {
+        struct poker *p = arg;
+        struct model_fault f;
+        struct model_fault_status list[4];
+        char err[128];
+        for (int i = 0; i < p->rounds; i++) {
+                model_fault_parse(i % 2 ? "core_stuck:3+2s" : "device_down:1+1s", &f, err, sizeof(err));
+                model_fault_inject(p->c, &f, err, sizeof(err));
+                model_fault_list(p->c, list, 4);
+                if (i % 7 == 0)
+                        model_fault_clear(p->c);
+        }
+        return NULL;
+}
+
+/* Another thread injecting while the loop reads: no lost state, no crash
+ * (run under the sanitizers and helgrind-clean by design: one lock). */
+static void model_fault_inject__from_another_thread__is_safe(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=steady");
+        struct poker p = { .c = f->c, .rounds = 2000 };
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, poke, &p), 0);
+        for (int s = 0; s < 2000; s++)
+                read_at(f, T0 + s * 500);
+        pthread_join(t, NULL);
+        model_fault_clear(f->c);
+        read_at(f, T0 + 2000 * 500);
+        read_at(f, T0 + 2001 * 500);
+        assert_int_equal(f->values[find(f, METRIC_DEVICE_UP, "1", NULL, NULL)], 1);
+        fixture_free(f);
+}
+
+static void model_read__time_going_back__keeps_counters(void **state) {
+        struct fixture *f = open_spec("model:inf2.48xlarge,scenario=inference");
+        size_t dma = find(f, METRIC_DEVICE_DMA_BYTES, "3", "host_to_device", NULL);
+        read_at(f, T0);
+        read_at(f, T0 + 10000);
+        double v = f->values[dma];
+        assert_true(v > 0);
+        read_at(f, T0 + 5000);
+        assert_true(f->values[dma] == v);
+        fixture_free(f);
+}
 
 struct reading {
         double *values;
@@ -24,7 +388,7 @@ static struct collector *open_model(const char *spec) {
         return c;
 }
 
-static void read_at(struct collector *c, int64_t ms, struct reading *out) {
+static void read_into(struct collector *c, int64_t ms, struct reading *out) {
         size_t n = c->inv.n_series;
         out->values = calloc(n, sizeof(double));
         out->valid = calloc(n, 1);
@@ -65,29 +429,6 @@ static void model_open__trn1_32xlarge__inventory(void **state) {
         collector_close(c);
 }
 
-static void model_read__same_seed__same_series(void **state) {
-        struct collector *a = open_model("model:trn1.32xlarge,seed=7");
-        struct collector *b = open_model("model:trn1.32xlarge,seed=7");
-        struct collector *other = open_model("model:trn1.32xlarge,seed=8");
-        int64_t t0 = 1700000000000;
-
-        for (int tick = 0; tick < 5; tick++) {
-                struct reading ra, rb, ro;
-                read_at(a, t0 + tick * 1000, &ra);
-                read_at(b, t0 + tick * 1000, &rb);
-                read_at(other, t0 + tick * 1000, &ro);
-                assert_memory_equal(ra.values, rb.values, a->inv.n_series * sizeof(double));
-                if (tick > 0)
-                        assert_memory_not_equal(ra.values, ro.values, a->inv.n_series * sizeof(double));
-                reading_free(&ra);
-                reading_free(&rb);
-                reading_free(&ro);
-        }
-        collector_close(a);
-        collector_close(b);
-        collector_close(other);
-}
-
 /* An hour of simulated ticks: every value within the hardware's limits. */
 static void model_read__one_hour__within_physical_limits(void **state) {
         struct collector *c = open_model("model:trn1.32xlarge,seed=3");
@@ -98,7 +439,7 @@ static void model_read__one_hour__within_physical_limits(void **state) {
 
         for (int tick = 0; tick <= 360; tick++) {
                 struct reading r;
-                read_at(c, t0 + tick * step_ms, &r);
+                read_into(c, t0 + tick * step_ms, &r);
                 for (size_t i = 0; i < n; i++) {
                         const struct series_desc *s = &c->inv.series[i];
                         double v = r.values[i];
@@ -139,9 +480,9 @@ static void model_read__link__tx_equals_peer_rx(void **state) {
         struct collector *c = open_model("model:trn1.32xlarge");
         struct reading r;
 
-        read_at(c, 1700000000000, &r);
+        read_into(c, 1700000000000, &r);
         reading_free(&r);
-        read_at(c, 1700000060000, &r);
+        read_into(c, 1700000060000, &r);
         size_t checked = 0;
         for (size_t i = 0; i < c->inv.n_series; i++) {
                 const struct series_desc *tx = &c->inv.series[i];
@@ -186,8 +527,18 @@ static void model_open__bad_spec__einval_with_reason(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(model_open__trn1_32xlarge__inventory),
+                cmocka_unit_test(model_open__bad_options__explain),
+                cmocka_unit_test(model_fault_format__parsed_faults__round_trip),
+                cmocka_unit_test(model_open__trn3_gen2__has_every_core_and_device),
+                cmocka_unit_test(model_read__memory_categories__sum_to_core_memory),
                 cmocka_unit_test(model_read__same_seed__same_series),
+                cmocka_unit_test(model_read__training_and_idle__look_like_their_workloads),
+                cmocka_unit_test(model_read__mixed__has_allocated_but_idle_cores),
+                cmocka_unit_test(model_read__device_down_fault__device_goes_and_returns),
+                cmocka_unit_test(model_read__injected_faults__show_in_the_series),
+                cmocka_unit_test(model_fault_inject__from_another_thread__is_safe),
+                cmocka_unit_test(model_read__time_going_back__keeps_counters),
+                cmocka_unit_test(model_open__trn1_32xlarge__inventory),
                 cmocka_unit_test(model_read__one_hour__within_physical_limits),
                 cmocka_unit_test(model_read__link__tx_equals_peer_rx),
                 cmocka_unit_test(model_open__bad_spec__einval_with_reason),
