@@ -24,12 +24,19 @@
 #define EXIT_USAGE 2
 
 static void list_instances(void) {
-        printf("%-24s %7s %7s %12s  %s\n", "INSTANCE", "DEVICES", "CORES", "MEMORY_GiB", "CHIP");
+        printf("%-22s %-11s %-13s %7s %5s %9s %11s %9s %-14s %-13s %5s %9s\n", "INSTANCE", "CHIP", "NEURONCORE",
+               "DEVICES", "CORES", "MEM_GiB", "MEM_BW_TB/s", "LINK_GB/s", "NEURONLINK", "TOPOLOGY", "VCPUS",
+               "HOST_GiB");
         for (size_t i = 0; i < model_catalog_size; i++) {
                 const struct model_instance *m = &model_catalog[i];
-                printf("%-24s %7u %7u %12.0f  %s\n", m->name, m->devices, m->devices * m->chip->cores,
-                       (double) m->devices * (double) m->chip->memory_bytes / (1024.0 * 1024.0 * 1024.0),
-                       m->chip->device_name);
+                const struct model_chip *c = m->chip;
+                double gib = 1024.0 * 1024.0 * 1024.0;
+                printf("%-22s %-11s %-13s %7u %5u %9.0f %11.1f %9.0f %-14s %-13s %5u %9.0f\n", m->name, c->device_name,
+                       c->core_version, m->devices, m->devices * c->cores,
+                       (double) m->devices * (double) c->memory_bytes / gib,
+                       m->devices * c->memory_bandwidth / 1e12, (m->link_bandwidth + m->cross_link_bandwidth) / 1e9,
+                       m->link_bandwidth > 0 ? c->link_version : "-", model_topology_name(m), m->host_vcpus,
+                       (double) m->host_memory_bytes / gib);
         }
 }
 
@@ -187,6 +194,7 @@ int main(int argc, char **argv) {
                 .interval_ms = settings.interval_ms,
                 .time_scale = loop.time_scale,
                 .started_ms = api_now_ms(),
+                .admin = settings.admin ? backend : NULL,
         };
         /* The first tick runs before the server starts, so /metrics never
          * answers empty. */

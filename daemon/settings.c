@@ -167,6 +167,12 @@ static int settings_apply(struct settings *s, const char *key, const char *value
                         snprintf(err, errlen, "log_level: '%s' is not error, warning, info or debug", value);
                         return -EINVAL;
                 }
+        } else if (strcmp(key, "admin") == 0) {
+                if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+                        snprintf(err, errlen, "admin: '%s' is not true or false", value);
+                        return -EINVAL;
+                }
+                s->admin = strcmp(value, "true") == 0;
         } else {
                 snprintf(err, errlen, "unknown setting '%s'", key);
                 return -EINVAL;
@@ -246,6 +252,8 @@ void settings_print_help(const char *argv0) {
                "      --log-level LEVEL    error, warning, info or debug (default info)\n"
                "      --check-config       validate settings and the backend, then exit\n"
                "      --list-instances     print the device model's instance catalog and exit\n"
+               "      --enable-admin       serve the model's fault endpoint /api/v1/admin/faults\n"
+               "                           to loopback clients (config: admin = true)\n"
                "  -h, --help               show this help and exit\n"
                "  -V, --version            show the version and exit\n"
                "\n"
@@ -255,7 +263,7 @@ void settings_print_help(const char *argv0) {
 }
 
 int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen) {
-        enum { OPT_CHECK_CONFIG = 256, OPT_LIST_INSTANCES, OPT_LOG_LEVEL };
+        enum { OPT_CHECK_CONFIG = 256, OPT_LIST_INSTANCES, OPT_LOG_LEVEL, OPT_ENABLE_ADMIN };
         static const struct option options[] = {
                 { "listen", required_argument, NULL, 'l' },
                 { "db", required_argument, NULL, 'd' },
@@ -266,6 +274,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
                 { "list-instances", no_argument, NULL, OPT_LIST_INSTANCES },
+                { "enable-admin", no_argument, NULL, OPT_ENABLE_ADMIN },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {},
@@ -292,6 +301,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                 case 'i': key = "interval"; break;
                 case 'w': key = "web_root"; break;
                 case OPT_LOG_LEVEL: key = "log_level"; break;
+                case OPT_ENABLE_ADMIN: key = "admin"; break;
                 case 'c': config_path = optarg; break;
                 case OPT_CHECK_CONFIG: action = SETTINGS_CHECK_CONFIG; break;
                 case OPT_LIST_INSTANCES: action = SETTINGS_LIST_INSTANCES; break;
@@ -311,7 +321,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                         }
                         flags[n_flags].flag = argv[optind - 1];
                         flags[n_flags].key = key;
-                        flags[n_flags++].value = optarg;
+                        flags[n_flags++].value = opt == OPT_ENABLE_ADMIN ? "true" : optarg;
                 }
         }
         if (optind < argc) {

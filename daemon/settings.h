@@ -40,6 +40,7 @@ struct settings {
         char config_path[PATH_MAX];      /* "" when no config file was read */
         char web_root[PATH_MAX];
         enum log_level log_level;
+        bool admin;                      /* serve /api/v1/admin/ to loopback clients */
 };
 
 /* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "web/admin.h"
 #include "web/api.h"
 #include "web/http.h"
 
@@ -166,6 +167,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const struct http_server *srv = cls;
         struct web_reply reply = { 0 };
 
+        if (admin_owns(url))
+                return admin_request(srv->ctx, conn, url, method, upload_data_size, req_cls, &reply)
+                               ? send_reply(conn, &reply)
+                               : MHD_YES;
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
                 web_reply_error(&reply, 405, "bad_data", "method %.16s not allowed; use GET or HEAD", method);
                 reply.allow = "GET, HEAD";

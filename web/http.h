@@ -25,6 +25,7 @@ struct web_context {
         int64_t interval_ms;               /* simulated time between ticks */
         double time_scale;                 /* simulated seconds per wall second */
         int64_t started_ms;                /* Unix ms when the daemon started */
+        struct collector *admin;           /* the backend web/admin.c pokes; NULL when admin is off */
 };
 
 /* What a handler answers; the server adds the common headers. */

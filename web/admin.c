@@ -1,0 +1,155 @@
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "collectors/model.h"
+#include "daemon/log.h"
+#include "web/admin.h"
+
+#define FAULTS_PATH ADMIN_PREFIX "/faults"
+#define FAULTS_LIST_MAX 64
+
+bool admin_owns(const char *url) {
+        size_t n = strlen(ADMIN_PREFIX);
+        return strncmp(url, ADMIN_PREFIX, n) == 0 && (url[n] == '\0' || url[n] == '/');
+}
+
+/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
+static bool client_is_loopback(struct MHD_Connection *conn, char *addr, size_t size) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        snprintf(addr, size, "?");
+        if (!info || !info->client_addr)
+                return false;
+        const struct sockaddr *sa = info->client_addr;
+        if (sa->sa_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+                inet_ntop(AF_INET, &in->sin_addr, addr, (socklen_t) size);
+                return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+        }
+        if (sa->sa_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
+                const uint8_t *b = in6->sin6_addr.s6_addr;
+                inet_ntop(AF_INET6, &in6->sin6_addr, addr, (socklen_t) size);
+                if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+                        return true;
+                return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127;
+        }
+        return false;
+}
+
+static void reply_json(struct web_reply *reply, unsigned status) {
+        reply->status = status;
+        reply->content_type = "application/json";
+}
+
+static void list_faults(struct collector *model, struct web_reply *reply) {
+        struct model_fault_status faults[FAULTS_LIST_MAX];
+        size_t n = model_fault_list(model, faults, FAULTS_LIST_MAX);
+        struct buf *b = &reply->body;
+
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"faults\":[");
+        for (size_t i = 0; i < n && i < FAULTS_LIST_MAX; i++) {
+                char text[128];
+                model_fault_format(&faults[i].fault, text, sizeof(text));
+                buf_puts(b, i ? ",{\"fault\":" : "{\"fault\":");
+                json_string(b, text);
+                buf_printf(b, ",\"state\":\"%s\"", faults[i].pending ? "queued" : "active");
+                if (!faults[i].pending) {
+                        buf_printf(b, ",\"start_ms\":%lld,\"end_ms\":", (long long) faults[i].start_ms);
+                        if (faults[i].end_ms == INT64_MAX)
+                                buf_puts(b, "null");
+                        else
+                                buf_printf(b, "%lld", (long long) faults[i].end_ms);
+                }
+                buf_puts(b, "}");
+        }
+        buf_puts(b, "]}}\n");
+        reply_json(reply, 200);
+}
+
+static void inject_fault(struct collector *model, struct MHD_Connection *conn, const char *client,
+                         struct web_reply *reply) {
+        const char *text = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "fault");
+        struct model_fault fault;
+        char err[256], canonical[128];
+
+        if (!text || !*text) {
+                web_reply_error(reply, 400, "bad_data", "parameter 'fault': missing (e.g. fault=device_down:3+30s)");
+                return;
+        }
+        /* A '+' in a query string arrives as a space unless sent as %2B:
+         * take the space for the '+' it was meant to be. */
+        char spec[128];
+        snprintf(spec, sizeof(spec), "%s", text);
+        for (char *p = spec; *p; p++)
+                if (*p == ' ')
+                        *p = '+';
+        if (strlen(text) >= sizeof(spec)) {
+                web_reply_error(reply, 400, "bad_data", "parameter 'fault': too long");
+                return;
+        }
+        if (model_fault_parse(spec, &fault, err, sizeof(err)) < 0 ||
+            model_fault_inject(model, &fault, err, sizeof(err)) < 0) {
+                web_reply_error(reply, 400, "bad_data", "parameter 'fault': %s", err);
+                return;
+        }
+        model_fault_format(&fault, canonical, sizeof(canonical));
+        log_info("admin: %s injected fault %s", client, canonical);
+        buf_puts(&reply->body, "{\"status\":\"success\",\"data\":{\"fault\":");
+        json_string(&reply->body, canonical);
+        buf_puts(&reply->body, "}}\n");
+        reply_json(reply, 200);
+}
+
+bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                   size_t *upload_data_size, void **req_cls, struct web_reply *reply) {
+        static int request_seen;
+        char client[64];
+
+        /* The first call brings the headers, later ones the body; answer on
+         * the last, as libmicrohttpd expects for requests with a body. */
+        if (!*req_cls) {
+                *req_cls = &request_seen;
+                return false;
+        }
+        if (*upload_data_size) {
+                *upload_data_size = 0;
+                return false;
+        }
+        if (!ctx->admin) {
+                web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", url);
+                return true;
+        }
+        if (!client_is_loopback(conn, client, sizeof(client))) {
+                log_warning("admin: refused %s %.100s from %s (loopback only)", method, url, client);
+                web_reply_error(reply, 403, "forbidden", "the admin endpoint answers loopback clients only");
+                return true;
+        }
+        if (strcmp(url, FAULTS_PATH) != 0) {
+                web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s (try " FAULTS_PATH ")", url);
+                return true;
+        }
+        if (!model_is(ctx->admin)) {
+                web_reply_error(reply, 404, "not_found", "fault injection needs the model backend");
+                return true;
+        }
+        if (strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0) {
+                list_faults(ctx->admin, reply);
+        } else if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+                inject_fault(ctx->admin, conn, client, reply);
+        } else if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0) {
+                model_fault_clear(ctx->admin);
+                log_info("admin: %s cleared every fault", client);
+                buf_puts(&reply->body, "{\"status\":\"success\",\"data\":{}}\n");
+                reply_json(reply, 200);
+        } else {
+                web_reply_error(reply, 405, "bad_data", "method %.16s not allowed; use GET, POST or DELETE", method);
+                reply->allow = "GET, HEAD, POST, DELETE";
+        }
+        return true;
+}

@@ -1,0 +1,28 @@
+/* The admin endpoint: fault injection into the device model at run time.
+ *
+ *   GET    /api/v1/admin/faults              list queued and active faults
+ *   POST   /api/v1/admin/faults?fault=SPEC   inject one (syntax: docs/metrics.md)
+ *   DELETE /api/v1/admin/faults              end every fault
+ *
+ * Off unless the `admin` setting is true (web_context.admin non-NULL): then
+ * it answers 404 like any unknown path. When on, it answers only clients
+ * on a loopback address (403 otherwise), whatever address the server binds.
+ * Handlers run on libmicrohttpd's threads; the model takes its own lock. */
+#pragma once
+
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "web/http.h"
+
+#define ADMIN_PREFIX "/api/v1/admin"
+
+/* True for the paths this endpoint owns. */
+bool admin_owns(const char *url);
+
+/* Handles one call of libmicrohttpd's request callback for an admin path.
+ * Returns false while the request is still arriving (answer MHD_YES and
+ * wait for the next call), true once reply is filled. A request body is
+ * read and ignored: parameters come from the query string. */
+bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                   size_t *upload_data_size, void **req_cls, struct web_reply *reply);
