@@ -1013,7 +1013,7 @@ static int model_open(const struct collector_args *args, struct collector **ret)
 
         struct inventory *inv = &m->base.inv;
         snprintf(inv->instance_type, sizeof(inv->instance_type), "%s", instance->name);
-        snprintf(inv->backend, sizeof(inv->backend), "model:%s,scenario=%s", instance->name, scenario_names[m->scenario]);
+        snprintf(inv->backend, sizeof(inv->backend), "model:%s", instance->name);
         inv->n_devices = instance->devices;
         inv->devices = calloc(instance->devices, sizeof(*inv->devices));
         m->job = calloc(m->n_cores, 1);
