@@ -124,6 +124,7 @@ struct model {
         bool clear_requested;
         struct model_fault_status active[FAULTS_MAX];
         size_t n_active;
+        int64_t fault_clock_ms;       /* the latest read's time, for listing; under lock */
         /* Offsets of each family's first series in the inventory. */
         size_t off_util, off_core_mem, off_cat, off_ok, off_fail, off_err;
         size_t off_up, off_dev_mem, off_dev_total, off_hbm, off_dma, off_power, off_ecc, off_tx, off_rx;
@@ -442,6 +443,7 @@ static void faults_update(struct model *m, int64_t now_ms) {
                 };
         }
         m->n_pending = 0;
+        m->fault_clock_ms = now_ms;
         pthread_mutex_unlock(&m->lock);
         /* The cached second may predate a fault that starts in it. */
         m->st.second = INT64_MIN;
@@ -625,7 +627,7 @@ size_t model_fault_list(struct collector *c, struct model_fault_status *out, siz
                 if (n < max)
                         out[n] = (struct model_fault_status){ .fault = m->pending[i], .pending = true };
         for (size_t i = 0; !m->clear_requested && i < m->n_active; i++) {
-                if (m->active[i].end_ms != INT64_MAX && m->active[i].end_ms <= m->last_ms)
+                if (m->active[i].end_ms != INT64_MAX && m->active[i].end_ms <= m->fault_clock_ms)
                         continue;
                 if (n < max)
                         out[n] = m->active[i];

@@ -19,27 +19,30 @@ bool admin_owns(const char *url) {
         return strncmp(url, ADMIN_PREFIX, n) == 0 && (url[n] == '\0' || url[n] == '/');
 }
 
-/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
-static bool client_is_loopback(struct MHD_Connection *conn, char *addr, size_t size) {
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        snprintf(addr, size, "?");
-        if (!info || !info->client_addr)
+bool admin_is_loopback(const struct sockaddr *sa) {
+        if (!sa)
                 return false;
-        const struct sockaddr *sa = info->client_addr;
         if (sa->sa_family == AF_INET) {
                 const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
-                inet_ntop(AF_INET, &in->sin_addr, addr, (socklen_t) size);
                 return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
         }
         if (sa->sa_family == AF_INET6) {
-                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
-                const uint8_t *b = in6->sin6_addr.s6_addr;
-                inet_ntop(AF_INET6, &in6->sin6_addr, addr, (socklen_t) size);
-                if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
-                        return true;
-                return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127;
+                const struct in6_addr *a = &((const struct sockaddr_in6 *) sa)->sin6_addr;
+                return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
         }
         return false;
+}
+
+static bool client_is_loopback(struct MHD_Connection *conn, char *addr, size_t size) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = info ? info->client_addr : NULL;
+
+        snprintf(addr, size, "?");
+        if (sa && sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *) sa)->sin_addr, addr, (socklen_t) size);
+        else if (sa && sa->sa_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) sa)->sin6_addr, addr, (socklen_t) size);
+        return admin_is_loopback(sa);
 }
 
 static void reply_json(struct web_reply *reply, unsigned status) {

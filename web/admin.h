@@ -12,6 +12,7 @@
 
 #include <microhttpd.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 
 #include "web/http.h"
 
@@ -19,6 +20,9 @@
 
 /* True for the paths this endpoint owns. */
 bool admin_owns(const char *url);
+
+/* True for 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8; false for NULL. */
+bool admin_is_loopback(const struct sockaddr *sa);
 
 /* Handles one call of libmicrohttpd's request callback for an admin path.
  * Returns false while the request is still arriving (answer MHD_YES and
