@@ -43,7 +43,7 @@ core_series_absent() { ! curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics"
 util_is_zero() { [ "$(metric_value 'neuroncore_utilization_ratio{neuron_device="2",neuroncore="5"}')" = 0 ]; }
 ecc_is() { [ "$(metric_value 'hardware_ecc_events_total{neuron_device="1",event_type="sram_ecc_uncorrected"}')" = "$1" ]; }
 failures_at_least() {
-  v=$(metric_value 'execution_status_total{neuron_device="0",neuroncore="1",status_type="failure"}')
+  v=$(metric_value 'execution_errors_total{neuron_device="0",neuroncore="1",error_type="generic"}')
   [ -n "$v" ] && [ "$v" -ge "$1" ]
 }
 link_value() { metric_value 'neuron_link_transmit_bytes_total{neuron_device="4",peer_device="5"}'; }
