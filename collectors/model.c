@@ -886,7 +886,7 @@ static int build_topology(struct model *m) {
 
 static int add_core_family(struct model *m, enum metric_id metric, const char *extra, size_t *ret_off) {
         char dev[16], core[16];
-        *ret_off = m->base.inv.n_series;
+        size_t off = m->base.inv.n_series;
         for (unsigned c = 0; c < m->n_cores; c++) {
                 snprintf(dev, sizeof(dev), "%u", c / m->cores);
                 snprintf(core, sizeof(core), "%u", c);
@@ -894,13 +894,14 @@ static int add_core_family(struct model *m, enum metric_id metric, const char *e
                 if (r < 0)
                         return r;
         }
+        *ret_off = off;
         return 0;
 }
 
 static int add_device_family(struct model *m, enum metric_id metric, const char *const *extra, size_t n_extra,
                              size_t *ret_off) {
         char dev[16];
-        *ret_off = m->base.inv.n_series;
+        size_t off = m->base.inv.n_series;
         for (unsigned d = 0; d < m->n_dev; d++)
                 for (size_t i = 0; i < (n_extra ? n_extra : 1); i++) {
                         snprintf(dev, sizeof(dev), "%u", d);
@@ -908,6 +909,7 @@ static int add_device_family(struct model *m, enum metric_id metric, const char 
                         if (r < 0)
                                 return r;
                 }
+        *ret_off = off;
         return 0;
 }
 
