@@ -17,7 +17,7 @@
 
 #include "collectors/metric.h"
 
-#define SERIES_LABEL_VALUE_MAX 32
+#define SERIES_LABEL_VALUE_MAX 48 /* fits the driver's longest status name */
 #define INVENTORY_NAME_MAX 64
 
 /* One time series: its family and the values of the family's labels. */
@@ -34,6 +34,7 @@ struct device_info {
         unsigned core_count;         /* physical NeuronCores */
         unsigned first_core;         /* host-wide index of the device's core 0 */
         uint64_t memory_bytes;       /* HBM capacity; 0 when unknown */
+        char serial[24];             /* sysfs serial_number, or "" when unknown */
         unsigned n_peers;
         unsigned *peers;             /* device indexes this device links to */
 };
@@ -41,6 +42,8 @@ struct device_info {
 struct inventory {
         char instance_type[INVENTORY_NAME_MAX]; /* "trn1.32xlarge", or "" when unknown */
         char backend[INVENTORY_NAME_MAX];       /* the resolved backend spec */
+        char backend_reason[160];               /* why "auto" chose it, or "" */
+        char driver_version[32];                /* Neuron driver version, or "" */
         unsigned n_devices;
         struct device_info *devices;
         size_t n_series;

@@ -7,10 +7,12 @@
 
 #include "collectors/collector.h"
 #include "collectors/model.h"
+#include "collectors/sysfs.h"
 
 /* The explicit list of backends, in the order "auto" tries them. The model
  * is last: it is always usable, so auto falls back to it. */
 static const struct collector_ops *const registry[] = {
+        &sysfs_collector_ops,
         &model_collector_ops,
 };
 
@@ -55,19 +57,33 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
         err[0] = '\0';
 
         if (strcmp(name, "auto") == 0) {
+                /* Each probe explains itself in err; the reasons of the
+                 * backends passed over and of the one chosen are kept for
+                 * the log and /api/v1/devices. */
+                char reason[sizeof(((struct inventory *) 0)->backend_reason)] = "";
                 if (colon) {
                         snprintf(err, errlen, "backend 'auto' takes no options");
                         return -EINVAL;
                 }
                 for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
-                        if (registry[i]->probe(&args) != 0)
+                        err[0] = '\0';
+                        int p = registry[i]->probe(&args);
+                        size_t at = strlen(reason);
+                        if (err[0])
+                                snprintf(reason + at, sizeof(reason) - at, "%s%s: %s", at ? "; " : "",
+                                         registry[i]->name, err);
+                        if (p != 0)
                                 continue;
+                        err[0] = '\0';
                         int r = registry[i]->open(&args, ret);
                         if (r < 0 && err[0] == '\0')
                                 snprintf(err, errlen, "backend '%s': %s", registry[i]->name, strerror(-r));
+                        if (r >= 0)
+                                snprintf((*ret)->inv.backend_reason, sizeof((*ret)->inv.backend_reason), "auto chose %s (%s)",
+                                         registry[i]->name, reason[0] ? reason : "first usable backend");
                         return r;
                 }
-                snprintf(err, errlen, "no usable backend found");
+                snprintf(err, errlen, "no usable backend found (%s)", reason);
                 return -ENODEV;
         }
 

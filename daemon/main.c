@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "collectors/collector.h"
+#include "collectors/host.h"
 #include "collectors/model.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
         struct settings settings;
         char err[1024];
         struct collector *backend = NULL;
+        struct collector *host = NULL;
         struct store *store = NULL;
         struct expo *expo = NULL;
         struct http_server *http = NULL;
@@ -131,8 +133,15 @@ int main(int argc, char **argv) {
                 collector_close(backend);
                 return EXIT_SUCCESS;
         }
-        log_info("backend %s: %u devices, %zu series", backend->inv.backend, backend->inv.n_devices,
-                 backend->inv.n_series);
+        log_info("backend %s: %u devices, %zu series%s%s", backend->inv.backend, backend->inv.n_devices,
+                 backend->inv.n_series, backend->inv.backend_reason[0] ? "; " : "", backend->inv.backend_reason);
+        /* Host CPU and memory are a second collector; without /proc the
+         * daemon still serves the accelerator. */
+        struct collector_args host_args = { .err = err, .errlen = sizeof(err) };
+        err[0] = '\0';
+        r = host_collector_ops.open(&host_args, &host);
+        if (r < 0)
+                log_warning("host collector unavailable: %s", err[0] ? err : strerror(-r));
 
         /* Signals are taken through a signalfd by the loop; block them before
          * any thread starts so that every thread inherits the mask. */
@@ -159,8 +168,9 @@ int main(int argc, char **argv) {
                 log_error("opening database %s: %s", settings.db_path, strerror(-r));
                 goto out_slot;
         }
-        struct collector *collectors[] = { backend };
-        r = loop_init(&loop, collectors, 1, store, &latest, settings.interval_ms);
+        struct collector *collectors[] = { backend, host };
+        size_t n_collectors = host ? 2 : 1;
+        r = loop_init(&loop, collectors, n_collectors, store, &latest, settings.interval_ms);
         if (r < 0) {
                 log_error("starting the poll loop: %s", strerror(-r));
                 goto out_slot;
@@ -175,7 +185,7 @@ int main(int argc, char **argv) {
                 log_error("preparing /metrics: %s", strerror(-r));
                 goto out_slot;
         }
-        static const char *const collector_names[] = { "backend" };
+        static const char *const collector_names[] = { "backend", "host" };
         struct web_context web = {
                 .web_root = settings.web_root,
                 .inv = &backend->inv,
@@ -186,7 +196,7 @@ int main(int argc, char **argv) {
                         .version = PACKAGE_VERSION,
                         .backend = backend->inv.backend,
                         .instance_type = backend->inv.instance_type,
-                        .n_collectors = 1,
+                        .n_collectors = n_collectors,
                         .collector_names = collector_names,
                 },
                 .latest = &latest,
@@ -243,6 +253,7 @@ out_slot:
 out:
         if (signal_fd >= 0)
                 close(signal_fd);
+        collector_close(host);
         collector_close(backend);
         return status;
 }

@@ -85,7 +85,31 @@ static void handle_healthz(const struct web_context *ctx, const struct param *pa
         snapshot_unref(snap);
 }
 
-static void json_device(struct buf *b, const struct device_info *d) {
+static bool series_has_label(const struct series_desc *d, const char *name, const char *value) {
+        int idx = metric_label_index(&metric_table[d->metric], name);
+        return idx >= 0 && strcmp(d->label_values[idx], value) == 0;
+}
+
+/* The metric families the backend reports for a device: what the driver or
+ * model does not expose has no series, so it is absent here too. */
+static void json_device_metrics(struct buf *b, const struct web_context *ctx, unsigned index) {
+        char idx[16];
+        bool seen[METRIC__COUNT] = { false };
+        snprintf(idx, sizeof(idx), "%u", index);
+        for (size_t i = 0; i < ctx->n_series; i++)
+                if (series_has_label(&ctx->series[i], "neuron_device", idx))
+                        seen[ctx->series[i].metric] = true;
+        buf_puts(b, ",\"metrics\":[");
+        for (int m = 0, n = 0; m < METRIC__COUNT; m++) {
+                if (!seen[m])
+                        continue;
+                buf_puts(b, n++ ? "," : "");
+                json_string(b, metric_table[m].name);
+        }
+        buf_puts(b, "]");
+}
+
+static void json_device(struct buf *b, const struct web_context *ctx, const struct device_info *d) {
         buf_printf(b, "{\"index\":%u,\"name\":", d->index);
         json_string(b, d->name);
         buf_puts(b, ",\"arch\":");
@@ -96,7 +120,10 @@ static void json_device(struct buf *b, const struct device_info *d) {
                    d->first_core, (unsigned long long) d->memory_bytes);
         for (unsigned p = 0; p < d->n_peers; p++)
                 buf_printf(b, "%s%u", p ? "," : "", d->peers[p]);
-        buf_puts(b, "]}");
+        buf_puts(b, "],\"serial_number\":");
+        json_string(b, d->serial);
+        json_device_metrics(b, ctx, d->index);
+        buf_puts(b, "}");
 }
 
 static void handle_devices(const struct web_context *ctx, const struct param *params, size_t n,
@@ -110,20 +137,19 @@ static void handle_devices(const struct web_context *ctx, const struct param *pa
         json_string(b, inv->instance_type);
         buf_puts(b, ",\"backend\":");
         json_string(b, inv->backend);
+        buf_puts(b, ",\"backend_reason\":");
+        json_string(b, inv->backend_reason);
+        buf_puts(b, ",\"driver_version\":");
+        json_string(b, inv->driver_version);
         buf_puts(b, ",\"devices\":[");
         for (unsigned i = 0; i < inv->n_devices; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_device(b, &inv->devices[i]);
+                json_device(b, ctx, &inv->devices[i]);
         }
         buf_puts(b, "]}}\n");
         reply->status = 200;
         reply->content_type = JSON_TYPE;
-}
-
-static bool series_has_label(const struct series_desc *d, const char *name, const char *value) {
-        int idx = metric_label_index(&metric_table[d->metric], name);
-        return idx >= 0 && strcmp(d->label_values[idx], value) == 0;
 }
 
 static bool is_known_label(const char *name) {

@@ -1,0 +1,265 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collectors/host.h"
+
+#define DEFAULT_ROOT "/proc"
+/* /proc/stat grows with the CPU count; the "cpu " line comes first, so
+ * the head of the file is enough. */
+#define STAT_HEAD 4096
+#define MEMINFO_MAX 16384
+
+const char *const host_cpu_state_names[HOST_CPU__COUNT] = {
+        [HOST_CPU_USER] = "user",     [HOST_CPU_NICE] = "nice", [HOST_CPU_SYSTEM] = "system",
+        [HOST_CPU_IDLE] = "idle",     [HOST_CPU_IOWAIT] = "io_wait", [HOST_CPU_IRQ] = "irq",
+        [HOST_CPU_SOFTIRQ] = "soft_irq", [HOST_CPU_STEAL] = "steal",
+};
+
+struct host {
+        struct collector base;
+        int root_fd;
+        struct host_cpu_times prev;
+        bool has_prev;
+};
+
+/* Parses a decimal field starting at *p (after spaces), stopping at a
+ * space or the end of the line. */
+static int parse_field(const char **p, const char *end, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+        while (s < end && *s == ' ')
+                s++;
+        if (s == end)
+                return -ENODATA;
+        const char *start = s;
+        for (; s < end && *s != ' '; s++) {
+                if (*s < '0' || *s > '9')
+                        return -EINVAL;
+                unsigned d = (unsigned) (*s - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        if (s == start)
+                return -EINVAL;
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+/* Finds the line that starts with prefix; returns its start after the
+ * prefix and sets *ret_end to its end, or NULL. */
+static const char *find_line(const char *buf, size_t len, const char *prefix, const char **ret_end) {
+        size_t plen = strlen(prefix);
+        for (size_t at = 0; at < len;) {
+                const char *line = buf + at;
+                const char *nl = memchr(line, '\n', len - at);
+                size_t line_len = nl ? (size_t) (nl - line) : len - at;
+                if (line_len >= plen && memcmp(line, prefix, plen) == 0) {
+                        *ret_end = line + line_len;
+                        return line + plen;
+                }
+                at += line_len + 1;
+        }
+        return NULL;
+}
+
+int host_parse_stat(const char *buf, size_t len, struct host_cpu_times *ret) {
+        struct host_cpu_times t = { 0 };
+        const char *end;
+        const char *p = find_line(buf, len, "cpu ", &end);
+        if (!p)
+                return -ENODATA;
+        for (int i = 0; i < HOST_CPU__COUNT; i++) {
+                int r = parse_field(&p, end, &t.ticks[i]);
+                /* user..idle exist since Linux 2.4; later fields may be missing. */
+                if (r == -ENODATA && i > HOST_CPU_IDLE)
+                        break;
+                if (r < 0)
+                        return r == -ENODATA ? -EINVAL : r;
+        }
+        *ret = t;
+        return 0;
+}
+
+int host_cpu_ratios(const struct host_cpu_times *prev, const struct host_cpu_times *cur,
+                    double ratios[HOST_CPU__COUNT]) {
+        double all = 0;
+        for (int i = 0; i < HOST_CPU__COUNT; i++) {
+                if (cur->ticks[i] < prev->ticks[i])
+                        return -ERANGE;
+                all += (double) (cur->ticks[i] - prev->ticks[i]);
+        }
+        if (all <= 0)
+                return -ENODATA;
+        for (int i = 0; i < HOST_CPU__COUNT; i++)
+                ratios[i] = (double) (cur->ticks[i] - prev->ticks[i]) / all;
+        return 0;
+}
+
+static int parse_kb(const char *buf, size_t len, const char *prefix, uint64_t *ret) {
+        const char *end;
+        uint64_t kb;
+        const char *p = find_line(buf, len, prefix, &end);
+        if (!p)
+                return -ENODATA;
+        int r = parse_field(&p, end, &kb);
+        if (r < 0)
+                return r == -ENODATA ? -EINVAL : r;
+        if (end - p != 3 || memcmp(p, " kB", 3) != 0)
+                return -EINVAL;
+        if (kb > UINT64_MAX / 1024)
+                return -ERANGE;
+        *ret = kb * 1024;
+        return 0;
+}
+
+int host_parse_meminfo(const char *buf, size_t len, struct host_memory *ret) {
+        struct host_memory m;
+        int r = parse_kb(buf, len, "MemTotal:", &m.total_bytes);
+        if (r < 0)
+                return r;
+        r = parse_kb(buf, len, "MemAvailable:", &m.available_bytes);
+        if (r < 0)
+                return r;
+        if (m.available_bytes > m.total_bytes)
+                return -ERANGE;
+        *ret = m;
+        return 0;
+}
+
+/* Reads up to size bytes of a file; a longer file is cut (see STAT_HEAD). */
+static int read_head(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
+        int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        size_t len = 0;
+        int r = 0;
+        if (fd < 0)
+                return -errno;
+        while (len < size) {
+                ssize_t n = read(fd, buf + len, size - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = -errno;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        close(fd);
+        if (r < 0)
+                return r;
+        *ret_len = len;
+        return 0;
+}
+
+/* Series order: the CPU states, then memory used, then memory total. */
+static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *out) {
+        struct host *h = (struct host *) c;
+        char buf[MEMINFO_MAX];
+        size_t len;
+        int failed = 0;
+        struct host_cpu_times cur;
+
+        (void) now_ms;
+        int r = read_head(h->root_fd, "stat", buf, STAT_HEAD, &len);
+        if (r == 0)
+                r = host_parse_stat(buf, len, &cur);
+        if (r == 0) {
+                double ratios[HOST_CPU__COUNT];
+                if (h->has_prev && host_cpu_ratios(&h->prev, &cur, ratios) == 0) {
+                        for (int i = 0; i < HOST_CPU__COUNT; i++) {
+                                out->values[i] = ratios[i];
+                                out->valid[i] = 1;
+                        }
+                } else if (h->has_prev) {
+                        failed++;
+                }
+                h->prev = cur;
+                h->has_prev = true;
+        } else {
+                h->has_prev = false;
+                failed++;
+        }
+
+        struct host_memory mem;
+        r = read_head(h->root_fd, "meminfo", buf, sizeof(buf), &len);
+        if (r == 0)
+                r = host_parse_meminfo(buf, len, &mem);
+        if (r == 0) {
+                out->values[HOST_CPU__COUNT] = (double) (mem.total_bytes - mem.available_bytes);
+                out->values[HOST_CPU__COUNT + 1] = (double) mem.total_bytes;
+                out->valid[HOST_CPU__COUNT] = out->valid[HOST_CPU__COUNT + 1] = 1;
+        } else {
+                failed++;
+        }
+        return failed;
+}
+
+static void host_close(struct collector *c) {
+        struct host *h = (struct host *) c;
+        if (!h)
+                return;
+        inventory_free(&h->base.inv);
+        if (h->root_fd >= 0)
+                close(h->root_fd);
+        free(h);
+}
+
+static const char *root_of(const struct collector_args *args) {
+        return args->options && args->options[0] ? args->options : DEFAULT_ROOT;
+}
+
+static int host_probe(const struct collector_args *args) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/stat", root_of(args));
+        return access(path, R_OK) == 0 ? 0 : -ENODEV;
+}
+
+static int host_open(const struct collector_args *args, struct collector **ret) {
+        const char *root = root_of(args);
+        int r = 0;
+
+        struct host *h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->base.ops = &host_collector_ops;
+        h->base.time_scale = 1;
+        snprintf(h->base.inv.backend, sizeof(h->base.inv.backend), "host:%s", root);
+        h->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (h->root_fd < 0) {
+                r = -errno;
+                snprintf(args->err, args->errlen, "host: %s: %s", root, strerror(-r));
+                goto fail;
+        }
+        for (int i = 0; i < HOST_CPU__COUNT && r == 0; i++)
+                r = inventory_add_series(&h->base.inv, METRIC_SYSTEM_VCPU_USAGE,
+                                         (const char *const[]){ host_cpu_state_names[i] });
+        if (r == 0)
+                r = inventory_add_series(&h->base.inv, METRIC_SYSTEM_MEMORY_USED, NULL);
+        if (r == 0)
+                r = inventory_add_series(&h->base.inv, METRIC_SYSTEM_MEMORY_TOTAL, NULL);
+        if (r < 0)
+                goto fail;
+        *ret = &h->base;
+        return 0;
+fail:
+        host_close(&h->base);
+        return r;
+}
+
+const struct collector_ops host_collector_ops = {
+        .name = "host",
+        .probe = host_probe,
+        .open = host_open,
+        .read = host_read,
+        .close = host_close,
+};

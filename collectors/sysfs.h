@@ -1,0 +1,94 @@
+/* The sysfs collector: reads what the Neuron kernel driver exposes.
+ *
+ * Spec options: "sysfs[:<root>]". <root> is the directory mounted as /sys
+ * (default "/sys"); the collector reads
+ *   <root>/devices/virtual/neuron_device/neuron<N>/...   one per device
+ *   <root>/module/neuron/version                         the driver version
+ * so a test or a container passes the directory that holds "devices/" and
+ * "module/". The layout is described in HARDWARE.md section 3.
+ *
+ * Only what the driver exposes is reported: per-core HBM in use and its
+ * categories, per-core busy ratio (pe_cntrs, v2 and later), execution status
+ * counters, ECC counters and power utilization. DMA, NeuronLink and HBM
+ * bandwidth have no series at all for this backend.
+ *
+ * The inventory is fixed at open: a series exists when its file existed
+ * then. read() never fails for one bad file: the affected series are left
+ * invalid for this tick (a missing, empty or garbled file, a counter that
+ * went backwards, a device directory that vanished; neuron_device_up says
+ * 0 for the latter) and the next tick reads them afresh. It returns how
+ * many series it could not read (>= 0), or -ENODEV when every device is
+ * gone (the driver was unloaded).
+ *
+ * The parsers below are pure functions over a buffer: they never read
+ * files, allocate or log, and they accept any bytes (they are fuzzed). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/collector.h"
+
+/* Where the driver's devices live, relative to the root. */
+#define SYSFS_DEVICE_DIR "devices/virtual/neuron_device"
+#define SYSFS_VERSION_FILE "module/neuron/version"
+
+/* Parses one unsigned decimal integer as sysfs prints it ("%llu\n"): an
+ * optional trailing newline, nothing else. Returns 0, -ENODATA on an empty
+ * buffer, -EINVAL on anything but digits, -ERANGE on overflow. */
+int sysfs_parse_u64(const char *buf, size_t len, uint64_t *ret);
+
+/* Copies a one-line string attribute ("Trainium1\n") without its trailing
+ * newline into out (size > 0). Returns 0, -ENODATA when empty (the driver
+ * prints "\n" for an unreadable serial number), -EINVAL on control bytes or
+ * a second line, -ERANGE when it does not fit. */
+int sysfs_parse_string(const char *buf, size_t len, char *out, size_t size);
+
+enum sysfs_power_status {
+        SYSFS_POWER_VALID,
+        SYSFS_POWER_NO_DATA,
+        SYSFS_POWER_INVALID,
+};
+
+struct sysfs_power {
+        enum sysfs_power_status status;
+        uint64_t epoch_seconds;
+        double min, max, avg; /* percent of maximum power */
+};
+
+/* Parses stats/power/utilization: "STATUS,epoch,min,max,avg\n". Returns 0
+ * whatever the status (the caller uses only SYSFS_POWER_VALID), -EINVAL on
+ * an unknown status or malformed numbers, -ENODATA when empty. */
+int sysfs_parse_power(const char *buf, size_t len, struct sysfs_power *ret);
+
+/* The sums over row groups of tensor_engine/pe_cntrs, in cycles. */
+struct sysfs_pe_counters {
+        uint64_t mm_active, wl_active, idle;
+};
+
+/* Parses pe_cntrs: the header "xrow_grp,mm_active,wl_active,idle" then one
+ * "G,mm,wl,idle" line per row group. Returns 0, -ENODATA when empty or
+ * without rows, -EINVAL when malformed, -ERANGE when a sum overflows. */
+int sysfs_parse_pe_counters(const char *buf, size_t len, struct sysfs_pe_counters *ret);
+
+/* The busy ratio between two readings: delta mm_active over the delta of
+ * all three. Returns 0, -ERANGE when a counter went backwards (cleared or
+ * wrapped) and -ENODATA when no cycles elapsed. */
+int sysfs_busy_ratio(const struct sysfs_pe_counters *prev, const struct sysfs_pe_counters *cur, double *ret);
+
+/* Parses a device directory name "neuron<N>". Returns 0 or -EINVAL. */
+int sysfs_parse_device_name(const char *name, unsigned *ret);
+
+/* HBM capacity of a chip by its sysfs device_name, from the device model's
+ * catalog. Returns 0 or -ENOENT when the chip is not in the catalog. */
+int sysfs_capacity_for(const char *device_name, uint64_t *ret);
+
+/* The 11 device-memory categories and 24 execution status names of the
+ * driver, in its order. */
+extern const char *const sysfs_memory_categories[];
+extern const size_t sysfs_n_memory_categories;
+extern const char *const sysfs_status_names[];
+extern const size_t sysfs_n_status_names;
+
+extern const struct collector_ops sysfs_collector_ops;

@@ -1,0 +1,189 @@
+/* model-sysfs: writes the device model's state as a driver-style sysfs tree.
+ *
+ *   model-sysfs SPEC DIR INTERVAL_MS TICKS
+ *
+ * Opens SPEC (e.g. "model:trn1.2xlarge") with collector_open_spec(), reads it
+ * TICKS times, INTERVAL_MS apart, and after each read writes DIR as a root
+ * for "--backend sysfs:DIR" (HARDWARE.md section 3): device info, per-core
+ * device_mem/total and a pe_cntrs file whose deltas give the model's busy
+ * ratio. Each file is replaced atomically (write, then rename), so a reader
+ * never sees half a value. After each tick it prints one line per device,
+ * "<tick> <device> <hbm_used_bytes>", and flushes, so a test can check what
+ * a reader of the tree reports against what the model said. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "collectors/collector.h"
+
+/* Cycles per millisecond of the simulated tensor engine clock (1.4 GHz). */
+#define CYCLES_PER_MS 1400000.0
+
+static int mkdirs(const char *path) {
+        char buf[1024];
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* Writes "<dir>/<name>" atomically with the given contents. */
+static int put(const char *dir, const char *name, const char *contents) {
+        char path[1024], tmp[1100];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        char *slash = strrchr(path, '/');
+        *slash = '\0';
+        int r = mkdirs(path);
+        if (r < 0)
+                return r;
+        *slash = '/';
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        FILE *f = fopen(tmp, "w");
+        if (!f)
+                return -errno;
+        fputs(contents, f);
+        if (fclose(f) != 0)
+                return -EIO;
+        if (rename(tmp, path) < 0)
+                return -errno;
+        return 0;
+}
+
+static int label_u(const struct series_desc *s, unsigned i, unsigned *ret) {
+        char *end;
+        unsigned long v = strtoul(s->label_values[i], &end, 10);
+        if (end == s->label_values[i] || *end)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        struct collector *c = NULL;
+        char err[256], dir[1024], text[256];
+        int status = EXIT_FAILURE;
+
+        if (argc != 5) {
+                fprintf(stderr, "usage: %s SPEC DIR INTERVAL_MS TICKS\n", argv[0]);
+                return 2;
+        }
+        long interval_ms = strtol(argv[3], NULL, 10), ticks = strtol(argv[4], NULL, 10);
+        if (interval_ms <= 0 || ticks <= 0) {
+                fprintf(stderr, "model-sysfs: INTERVAL_MS and TICKS must be positive\n");
+                return 2;
+        }
+        if (collector_open_spec(argv[1], &c, err, sizeof(err)) < 0) {
+                fprintf(stderr, "model-sysfs: %s\n", err);
+                return 2;
+        }
+        const struct inventory *inv = &c->inv;
+        size_t n = inv->n_series;
+        double *values = calloc(n ? n : 1, sizeof(double));
+        uint8_t *valid = calloc(n ? n : 1, 1);
+        /* Cumulative pe counters per host-wide core: busy and idle cycles. */
+        unsigned n_cores = 0;
+        for (unsigned d = 0; d < inv->n_devices; d++)
+                n_cores += inv->devices[d].core_count;
+        double *busy = calloc(n_cores ? n_cores : 1, sizeof(double));
+        double *idle = calloc(n_cores ? n_cores : 1, sizeof(double));
+        if (!values || !valid || !busy || !idle)
+                goto out;
+
+        if (put(argv[2], "module/neuron/version", "model\n") < 0)
+                goto fail_write;
+        for (unsigned d = 0; d < inv->n_devices; d++) {
+                const struct device_info *di = &inv->devices[d];
+                snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", argv[2], di->index);
+                snprintf(text, sizeof(text), "%s\n", di->name);
+                if (put(dir, "info/architecture/device_name", text) < 0)
+                        goto fail_write;
+                snprintf(text, sizeof(text), "%s\n", di->arch);
+                if (put(dir, "info/architecture/arch_type", text) < 0)
+                        goto fail_write;
+                snprintf(text, sizeof(text), "%s\n", inv->instance_type);
+                if (put(dir, "info/architecture/instance_type", text) < 0)
+                        goto fail_write;
+                snprintf(text, sizeof(text), "%016x\n", 0x4d0de100u + di->index);
+                if (put(dir, "info/serial_number", text) < 0)
+                        goto fail_write;
+                for (unsigned k = 0; k < di->core_count; k++) {
+                        char name[128];
+                        snprintf(name, sizeof(name), "neuron_core%u/info/architecture/arch_type", k);
+                        snprintf(text, sizeof(text), "%s\n", di->core_arch);
+                        if (put(dir, name, text) < 0)
+                                goto fail_write;
+                }
+        }
+
+        for (long t = 1; t <= ticks; t++) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME, &now);
+                int64_t now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+                struct sample_batch batch = { .n = n, .values = values, .valid = valid };
+                memset(valid, 0, n);
+                if (c->ops->read(c, now_ms, &batch) < 0) {
+                        fprintf(stderr, "model-sysfs: reading the model failed\n");
+                        goto out;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        const struct series_desc *s = &inv->series[i];
+                        unsigned dev, core;
+                        if (!valid[i] || label_u(s, 0, &dev) < 0 || dev >= inv->n_devices)
+                                continue;
+                        const struct device_info *di = &inv->devices[dev];
+                        snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", argv[2], dev);
+                        if (s->metric == METRIC_CORE_MEMORY_USED && label_u(s, 1, &core) == 0 &&
+                            core >= di->first_core && core < di->first_core + di->core_count) {
+                                char name[128];
+                                snprintf(name, sizeof(name), "neuron_core%u/stats/memory_usage/device_mem/total",
+                                         core - di->first_core);
+                                snprintf(text, sizeof(text), "%.0f\n", values[i]);
+                                if (put(dir, name, text) < 0)
+                                        goto fail_write;
+                        } else if (s->metric == METRIC_CORE_UTILIZATION && label_u(s, 1, &core) == 0 &&
+                                   core < n_cores && core >= di->first_core &&
+                                   core < di->first_core + di->core_count) {
+                                char name[128];
+                                busy[core] += values[i] * CYCLES_PER_MS * (double) interval_ms;
+                                idle[core] += (1 - values[i]) * CYCLES_PER_MS * (double) interval_ms;
+                                snprintf(name, sizeof(name), "neuron_core%u/stats/tensor_engine/pe_cntrs",
+                                         core - di->first_core);
+                                snprintf(text, sizeof(text), "xrow_grp,mm_active,wl_active,idle\n0,%.0f,0,%.0f\n",
+                                         busy[core], idle[core]);
+                                if (put(dir, name, text) < 0)
+                                        goto fail_write;
+                        } else if (s->metric == METRIC_DEVICE_MEMORY_USED) {
+                                printf("%ld %u %.0f\n", t, dev, values[i]);
+                        }
+                }
+                fflush(stdout);
+                if (t < ticks) {
+                        struct timespec ts = { .tv_sec = interval_ms / 1000, .tv_nsec = (interval_ms % 1000) * 1000000 };
+                        nanosleep(&ts, NULL);
+                }
+        }
+        status = EXIT_SUCCESS;
+        goto out;
+fail_write:
+        fprintf(stderr, "model-sysfs: writing %s failed: %s\n", argv[2], strerror(errno));
+out:
+        free(values);
+        free(valid);
+        free(busy);
+        free(idle);
+        collector_close(c);
+        return status;
+}

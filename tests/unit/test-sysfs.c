@@ -1,0 +1,366 @@
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collectors/sysfs.h"
+
+#define DEV "devices/virtual/neuron_device/"
+
+/* The tree under test: a fixture, or a scratch copy for the cases that damage it. */
+static char root[512];
+static char scratch[256];
+
+static const char *fixture(const char *name) {
+        const char *top = getenv("top_srcdir");
+        snprintf(root, sizeof(root), "%s/tests/data/%s", top ? top : ".", name);
+        return root;
+}
+
+static void rm_rf(const char *path) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+        assert_int_equal(system(cmd), 0);
+}
+
+/* Copies a fixture into a fresh scratch directory and points root at it. */
+static const char *scratch_copy(const char *name) {
+        char cmd[1024];
+        snprintf(scratch, sizeof(scratch), "/tmp/test-sysfs-XXXXXX");
+        assert_non_null(mkdtemp(scratch));
+        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s'", fixture(name), scratch);
+        assert_int_equal(system(cmd), 0);
+        snprintf(root, sizeof(root), "%s", scratch);
+        return root;
+}
+
+static int scratch_teardown(void **state) {
+        if (scratch[0])
+                rm_rf(scratch);
+        scratch[0] = '\0';
+        return 0;
+}
+
+static void put(const char *rel, const char *contents) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(contents, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+static struct collector *open_root(const char *r) {
+        struct collector *c = NULL;
+        char spec[600], err[256];
+        snprintf(spec, sizeof(spec), "sysfs:%s", r);
+        int ret = collector_open_spec(spec, &c, err, sizeof(err));
+        if (ret < 0)
+                fail_msg("open %s: %s", spec, err);
+        return c;
+}
+
+/* Index of the series with these labels, or -1. */
+static long find(const struct collector *c, enum metric_id m, const char *l0, const char *l1, const char *l2) {
+        const char *want[3] = { l0, l1, l2 };
+        for (size_t i = 0; i < c->inv.n_series; i++) {
+                const struct series_desc *s = &c->inv.series[i];
+                bool ok = s->metric == m;
+                for (int k = 0; k < 3 && ok; k++)
+                        ok = !want[k] || strcmp(s->label_values[k], want[k]) == 0;
+                if (ok)
+                        return (long) i;
+        }
+        return -1;
+}
+
+static size_t count(const struct collector *c, enum metric_id m) {
+        size_t n = 0;
+        for (size_t i = 0; i < c->inv.n_series; i++)
+                n += c->inv.series[i].metric == m;
+        return n;
+}
+
+struct tick {
+        double *values;
+        uint8_t *valid;
+        int ret;
+};
+
+static struct tick tick(struct collector *c) {
+        size_t n = c->inv.n_series;
+        struct tick t = { calloc(n, sizeof(double)), calloc(n, 1), 0 };
+        struct sample_batch b = { .n = n, .values = t.values, .valid = t.valid };
+        assert_non_null(t.values);
+        assert_non_null(t.valid);
+        t.ret = c->ops->read(c, 0, &b);
+        return t;
+}
+
+static void tick_free(struct tick *t) {
+        free(t->values);
+        free(t->valid);
+}
+
+static void assert_value(const struct tick *t, long i, double v) {
+        assert_true(i >= 0);
+        assert_true(t->valid[i]);
+        assert_float_equal(t->values[i], v, 1e-9);
+}
+
+static void assert_absent(const struct tick *t, long i) {
+        assert_true(i >= 0);
+        assert_false(t->valid[i]);
+}
+
+static void sysfs_open__trn1_tree__inventory(void **state) {
+        struct collector *c = open_root(fixture("trn1"));
+        const struct inventory *inv = &c->inv;
+        assert_int_equal(inv->n_devices, 2);
+        assert_string_equal(inv->instance_type, "trn1.32xlarge");
+        assert_string_equal(inv->driver_version, "2.19.64.0");
+        assert_int_equal(inv->devices[0].index, 0);
+        assert_int_equal(inv->devices[1].index, 3);
+        assert_string_equal(inv->devices[1].name, "Trainium1");
+        assert_string_equal(inv->devices[1].arch, "NDv2");
+        assert_string_equal(inv->devices[1].core_arch, "NCv2");
+        assert_string_equal(inv->devices[1].serial, "0000001234abcd03");
+        assert_int_equal(inv->devices[1].core_count, 2);
+        assert_int_equal(inv->devices[1].first_core, 2);
+        assert_true(inv->devices[1].memory_bytes == 34359738368ull);
+        /* What the driver does not expose has no series at all. */
+        assert_int_equal(count(c, METRIC_DEVICE_DMA_BYTES), 0);
+        assert_int_equal(count(c, METRIC_DEVICE_HBM_BYTES), 0);
+        assert_int_equal(count(c, METRIC_LINK_TX_BYTES), 0);
+        assert_int_equal(count(c, METRIC_LINK_RX_BYTES), 0);
+        assert_int_equal(count(c, METRIC_CORE_UTILIZATION), 4);
+        assert_int_equal(count(c, METRIC_CORE_MEMORY_CATEGORY), 4 * 11);
+        assert_int_equal(count(c, METRIC_CORE_EXECUTION_STATUS), 4 * 24);
+        assert_int_equal(count(c, METRIC_DEVICE_ECC_EVENTS), 2 * 3);
+        assert_true(find(c, METRIC_CORE_EXECUTION_STATUS, "3", "3", "execute_completed_with_num_error") >= 0);
+        collector_close(c);
+}
+
+static void sysfs_read__trn1_tree__values(void **state) {
+        struct collector *c = open_root(fixture("trn1"));
+        struct tick t = tick(c);
+        assert_int_equal(t.ret, 0);
+        assert_value(&t, find(c, METRIC_DEVICE_UP, "3", NULL, NULL), 1);
+        /* Per-device HBM is the sum of its cores' device_mem/total. */
+        assert_value(&t, find(c, METRIC_CORE_MEMORY_USED, "3", "2", NULL), 1019215872);
+        assert_value(&t, find(c, METRIC_CORE_MEMORY_USED, "3", "3", NULL), 1266679808);
+        assert_value(&t, find(c, METRIC_DEVICE_MEMORY_USED, "3", NULL, NULL), 1019215872.0 + 1266679808.0);
+        assert_value(&t, find(c, METRIC_DEVICE_MEMORY_TOTAL, "0", NULL, NULL), 34359738368.0);
+        assert_value(&t, find(c, METRIC_CORE_MEMORY_CATEGORY, "0", "1", "tensors"), 192937984);
+        assert_value(&t, find(c, METRIC_CORE_EXECUTION_STATUS, "0", "1", "success"), 2017);
+        assert_value(&t, find(c, METRIC_DEVICE_ECC_EVENTS, "3", "mem_ecc_uncorrected", NULL), 3);
+        /* Power: only POWER_STATUS_VALID counts; neuron3 says INVALID. */
+        assert_value(&t, find(c, METRIC_DEVICE_POWER_UTILIZATION, "0", NULL, NULL), 0.5);
+        assert_absent(&t, find(c, METRIC_DEVICE_POWER_UTILIZATION, "3", NULL, NULL));
+        /* The busy ratio needs two readings. */
+        assert_absent(&t, find(c, METRIC_CORE_UTILIZATION, "0", "0", NULL));
+        tick_free(&t);
+        collector_close(c);
+}
+
+static void sysfs_open__inf1_tree__no_v2_series(void **state) {
+        struct collector *c = open_root(fixture("inf1"));
+        assert_int_equal(c->inv.devices[0].core_count, 4);
+        assert_string_equal(c->inv.devices[0].serial, "");
+        assert_int_equal(count(c, METRIC_CORE_UTILIZATION), 0);
+        assert_int_equal(count(c, METRIC_DEVICE_ECC_EVENTS), 0);
+        assert_int_equal(count(c, METRIC_DEVICE_POWER_UTILIZATION), 0);
+        assert_int_equal(count(c, METRIC_CORE_MEMORY_USED), 4);
+        collector_close(c);
+}
+
+static void sysfs_open__unknown_chip__capacity_absent(void **state) {
+        scratch_copy("inf2");
+        put(DEV "neuron0/info/architecture/device_name", "Mystery9\n");
+        struct collector *c = open_root(root);
+        assert_true(c->inv.devices[0].memory_bytes == 0);
+        assert_int_equal(count(c, METRIC_DEVICE_MEMORY_TOTAL), 0);
+        collector_close(c);
+}
+
+static void sysfs_open__no_devices__enodev(void **state) {
+        struct collector *c = NULL;
+        char err[256];
+        scratch_copy("inf2");
+        char dir[600];
+        snprintf(dir, sizeof(dir), "%s/" DEV "neuron0", scratch);
+        rm_rf(dir);
+        assert_int_equal(collector_open_spec("sysfs:/nonexistent-root", &c, err, sizeof(err)), -ENODEV);
+        char spec[600];
+        snprintf(spec, sizeof(spec), "sysfs:%s", root);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -ENODEV);
+        assert_non_null(strstr(err, "lists no devices"));
+        struct collector_args args = { .options = root, .err = err, .errlen = sizeof(err) };
+        assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
+}
+
+static void sysfs_probe__fixture__usable(void **state) {
+        char err[256];
+        struct collector_args args = { .options = fixture("trn2"), .err = err, .errlen = sizeof(err) };
+        assert_int_equal(sysfs_collector_ops.probe(&args), 0);
+        assert_non_null(strstr(err, "lists 1 devices"));
+}
+
+static void sysfs_read__pe_counters__ratio_and_reset(void **state) {
+        const char *pe = DEV "neuron0/neuron_core0/stats/tensor_engine/pe_cntrs";
+        scratch_copy("inf2");
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,100,0,100\n");
+        struct collector *c = open_root(root);
+        long u = find(c, METRIC_CORE_UTILIZATION, "0", "0", NULL);
+        struct tick t = tick(c);
+        assert_absent(&t, u);
+        tick_free(&t);
+
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,400,0,200\n");
+        t = tick(c);
+        assert_value(&t, u, 0.75);
+        tick_free(&t);
+
+        /* Cleared by root: absent this tick, a new baseline. */
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,10,0,10\n");
+        t = tick(c);
+        assert_absent(&t, u);
+        tick_free(&t);
+
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,20,0,40\n");
+        t = tick(c);
+        assert_value(&t, u, 0.25);
+        tick_free(&t);
+
+        /* Garbage breaks the chain; two good readings recover it. */
+        put(pe, "xrow_grp,mm_active\ngarbage");
+        t = tick(c);
+        assert_absent(&t, u);
+        assert_true(t.ret > 0);
+        tick_free(&t);
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,30,0,40\n");
+        t = tick(c);
+        assert_absent(&t, u);
+        tick_free(&t);
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,40,0,40\n");
+        t = tick(c);
+        assert_value(&t, u, 1.0);
+        tick_free(&t);
+        collector_close(c);
+}
+
+static void sysfs_read__damaged_files__series_absent_then_recover(void **state) {
+        const char *mem = DEV "neuron0/neuron_core1/stats/memory_usage/device_mem/total";
+        const char *ecc = DEV "neuron0/stats/hardware/sram_ecc_uncorrected";
+        char path[1024];
+        scratch_copy("inf2");
+        struct collector *c = open_root(root);
+        long core1 = find(c, METRIC_CORE_MEMORY_USED, "0", "1", NULL);
+        long core0 = find(c, METRIC_CORE_MEMORY_USED, "0", "0", NULL);
+        long dev = find(c, METRIC_DEVICE_MEMORY_USED, "0", NULL, NULL);
+        long e = find(c, METRIC_DEVICE_ECC_EVENTS, "0", "sram_ecc_uncorrected", NULL);
+        const char *bad[] = { "", "\n", "12abc\n", "-5\n", "99999999999999999999999\n" };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                put(mem, bad[i]);
+                struct tick t = tick(c);
+                assert_true(t.ret > 0);
+                assert_absent(&t, core1);
+                /* A partial sum would be a wrong figure: the device sum goes too. */
+                assert_absent(&t, dev);
+                assert_true(t.valid[core0]);
+                tick_free(&t);
+        }
+        snprintf(path, sizeof(path), "%s/%s", root, ecc);
+        assert_int_equal(unlink(path), 0);
+        put(mem, "4096");
+        struct tick t = tick(c);
+        assert_absent(&t, e);
+        assert_value(&t, core1, 4096);
+        assert_value(&t, dev, t.values[core0] + 4096);
+        tick_free(&t);
+        put(ecc, "7\n");
+        t = tick(c);
+        assert_int_equal(t.ret, 0);
+        assert_value(&t, e, 7);
+        tick_free(&t);
+        collector_close(c);
+}
+
+static void sysfs_read__device_vanishes__down_then_back(void **state) {
+        char from[1024], to[1024];
+        scratch_copy("trn1");
+        struct collector *c = open_root(root);
+        long up3 = find(c, METRIC_DEVICE_UP, "3", NULL, NULL), up0 = find(c, METRIC_DEVICE_UP, "0", NULL, NULL);
+        long mem3 = find(c, METRIC_DEVICE_MEMORY_USED, "3", NULL, NULL);
+        long total3 = find(c, METRIC_DEVICE_MEMORY_TOTAL, "3", NULL, NULL);
+        long mem0 = find(c, METRIC_DEVICE_MEMORY_USED, "0", NULL, NULL);
+        snprintf(from, sizeof(from), "%s/" DEV "neuron3", root);
+        snprintf(to, sizeof(to), "%s/gone", root);
+        assert_int_equal(rename(from, to), 0);
+        struct tick t = tick(c);
+        assert_int_equal(t.ret, 0);
+        assert_value(&t, up3, 0);
+        assert_value(&t, up0, 1);
+        assert_absent(&t, mem3);
+        assert_absent(&t, total3);
+        assert_true(t.valid[mem0]);
+        tick_free(&t);
+
+        /* Every device gone: the read as a whole fails. */
+        snprintf(from, sizeof(from), "%s/" DEV "neuron0", root);
+        snprintf(to, sizeof(to), "%s/gone0", root);
+        assert_int_equal(rename(from, to), 0);
+        t = tick(c);
+        assert_int_equal(t.ret, -ENODEV);
+        tick_free(&t);
+        assert_int_equal(rename(to, from), 0);
+
+        snprintf(from, sizeof(from), "%s/gone", root);
+        snprintf(to, sizeof(to), "%s/" DEV "neuron3", root);
+        assert_int_equal(rename(from, to), 0);
+        t = tick(c);
+        assert_int_equal(t.ret, 0);
+        assert_value(&t, up3, 1);
+        assert_true(t.valid[mem3]);
+        tick_free(&t);
+        collector_close(c);
+}
+
+static void collector_open_spec__auto_without_driver__model_with_reason(void **state) {
+        struct collector *c = NULL;
+        char err[256];
+        if (access("/sys/" SYSFS_DEVICE_DIR, F_OK) == 0)
+                skip(); /* a real Neuron host: auto picks sysfs there */
+        assert_int_equal(collector_open_spec("auto", &c, err, sizeof(err)), 0);
+        assert_string_equal(c->ops->name, "model");
+        assert_non_null(strstr(c->inv.backend_reason, "auto chose model"));
+        assert_non_null(strstr(c->inv.backend_reason, "/sys/" SYSFS_DEVICE_DIR));
+        collector_close(c);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(sysfs_open__trn1_tree__inventory),
+                cmocka_unit_test(sysfs_read__trn1_tree__values),
+                cmocka_unit_test(sysfs_open__inf1_tree__no_v2_series),
+                cmocka_unit_test_teardown(sysfs_open__unknown_chip__capacity_absent, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_open__no_devices__enodev, scratch_teardown),
+                cmocka_unit_test(sysfs_probe__fixture__usable),
+                cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_read__damaged_files__series_absent_then_recover, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_read__device_vanishes__down_then_back, scratch_teardown),
+                cmocka_unit_test(collector_open_spec__auto_without_driver__model_with_reason),
+        };
+        return cmocka_run_group_tests_name("sysfs", tests, NULL, NULL);
+}
