@@ -37,6 +37,7 @@ struct source {
 
 struct sysfs {
         struct collector base;
+        char *root;
         int root_fd;
         struct source *sources;
         char **dev_paths;  /* per device, relative to the root */
@@ -275,6 +276,7 @@ static void sysfs_close(struct collector *c) {
         free(s->dev_up);
         free(s->dev_mem);
         free(s->dev_mem_ok);
+        free(s->root);
         inventory_free(&s->base.inv);
         if (s->root_fd >= 0)
                 close(s->root_fd);
@@ -330,6 +332,11 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
         s->base.time_scale = 1;
         struct inventory *inv = &s->base.inv;
         snprintf(inv->backend, sizeof(inv->backend), "sysfs:%s", root);
+        s->root = strdup(root);
+        if (!s->root) {
+                r = -ENOMEM;
+                goto fail;
+        }
 
         r = list_devices(root, &s->root_fd, idx, MAX_DEVICES);
         if (r < 0) {
@@ -428,6 +435,13 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
         int failed = 0;
 
         (void) now_ms;
+        /* Reopen the root each tick: a container's sysfs mount may have been
+         * replaced since the last one, and the old fd would show a dead tree. */
+        int fd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        close(s->root_fd);
+        s->root_fd = fd;
         for (unsigned d = 0; d < inv->n_devices; d++) {
                 s->dev_up[d] = exists(s->root_fd, s->dev_paths[d]);
                 s->dev_mem[d] = 0;

@@ -3,21 +3,25 @@
  *   model-sysfs SPEC DIR INTERVAL_MS TICKS
  *
  * Opens SPEC (e.g. "model:trn1.2xlarge") with collector_open_spec(), reads it
- * TICKS times, INTERVAL_MS apart, and after each read writes DIR as a root
- * for "--backend sysfs:DIR" (HARDWARE.md section 3): device info, per-core
+ * TICKS times, INTERVAL_MS apart, and after each read writes a root for
+ * "--backend sysfs:DIR" (HARDWARE.md section 3): device info, per-core
  * device_mem/total and a pe_cntrs file whose deltas give the model's busy
- * ratio. Each file is replaced atomically (write, then rename), so a reader
- * never sees half a value. After each tick it prints one line per device,
- * "<tick> <device> <hbm_used_bytes>", and flushes, so a test can check what
- * a reader of the tree reports against what the model said. */
+ * ratio. Each tick's tree is written whole into DIR.<tick> (each file via
+ * write and rename) and DIR is then swapped to it with an atomic symlink
+ * rename: the sysfs collector opens its root once per tick, so it sees
+ * one tick's tree, never a mix. After each tick it prints one line per
+ * device, "<tick> <device> <hbm_used_bytes>", and flushes, so a test can
+ * check what a reader of the tree reports against what the model said. */
 #include "config.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collectors/collector.h"
 
@@ -25,8 +29,10 @@
 #define CYCLES_PER_MS 1400000.0
 
 static int mkdirs(const char *path) {
-        char buf[1024];
-        snprintf(buf, sizeof(buf), "%s", path);
+        char buf[4096];
+        int n = snprintf(buf, sizeof(buf), "%s", path);
+        if (n < 0 || (size_t) n >= sizeof(buf))
+                return -ENAMETOOLONG;
         for (char *p = buf + 1; *p; p++) {
                 if (*p != '/')
                         continue;
@@ -42,7 +48,7 @@ static int mkdirs(const char *path) {
 
 /* Writes "<dir>/<name>" atomically with the given contents. */
 static int put(const char *dir, const char *name, const char *contents) {
-        char path[1024], tmp[1100];
+        char path[2200], tmp[2300];
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         char *slash = strrchr(path, '/');
         *slash = '\0';
@@ -71,9 +77,47 @@ static int label_u(const struct series_desc *s, unsigned i, unsigned *ret) {
         return 0;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) st;
+        (void) flag;
+        (void) ftw;
+        return remove(path);
+}
+
+/* Writes what does not change between ticks into tree. */
+static int put_info(const char *tree, const struct inventory *inv) {
+        char dir[2048], text[256];
+        if (put(tree, "module/neuron/version", "model\n") < 0)
+                return -1;
+        for (unsigned d = 0; d < inv->n_devices; d++) {
+                const struct device_info *di = &inv->devices[d];
+                snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", tree, di->index);
+                snprintf(text, sizeof(text), "%s\n", di->name);
+                if (put(dir, "info/architecture/device_name", text) < 0)
+                        return -1;
+                snprintf(text, sizeof(text), "%s\n", di->arch);
+                if (put(dir, "info/architecture/arch_type", text) < 0)
+                        return -1;
+                snprintf(text, sizeof(text), "%s\n", inv->instance_type);
+                if (put(dir, "info/architecture/instance_type", text) < 0)
+                        return -1;
+                snprintf(text, sizeof(text), "%016x\n", 0x4d0de100u + di->index);
+                if (put(dir, "info/serial_number", text) < 0)
+                        return -1;
+                for (unsigned k = 0; k < di->core_count; k++) {
+                        char name[128];
+                        snprintf(name, sizeof(name), "neuron_core%u/info/architecture/arch_type", k);
+                        snprintf(text, sizeof(text), "%s\n", di->core_arch);
+                        if (put(dir, name, text) < 0)
+                                return -1;
+                }
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         struct collector *c = NULL;
-        char err[256], dir[1024], text[256];
+        char err[256], dir[2048], text[256];
         int status = EXIT_FAILURE;
 
         if (argc != 5) {
@@ -102,32 +146,6 @@ int main(int argc, char **argv) {
         if (!values || !valid || !busy || !idle)
                 goto out;
 
-        if (put(argv[2], "module/neuron/version", "model\n") < 0)
-                goto fail_write;
-        for (unsigned d = 0; d < inv->n_devices; d++) {
-                const struct device_info *di = &inv->devices[d];
-                snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", argv[2], di->index);
-                snprintf(text, sizeof(text), "%s\n", di->name);
-                if (put(dir, "info/architecture/device_name", text) < 0)
-                        goto fail_write;
-                snprintf(text, sizeof(text), "%s\n", di->arch);
-                if (put(dir, "info/architecture/arch_type", text) < 0)
-                        goto fail_write;
-                snprintf(text, sizeof(text), "%s\n", inv->instance_type);
-                if (put(dir, "info/architecture/instance_type", text) < 0)
-                        goto fail_write;
-                snprintf(text, sizeof(text), "%016x\n", 0x4d0de100u + di->index);
-                if (put(dir, "info/serial_number", text) < 0)
-                        goto fail_write;
-                for (unsigned k = 0; k < di->core_count; k++) {
-                        char name[128];
-                        snprintf(name, sizeof(name), "neuron_core%u/info/architecture/arch_type", k);
-                        snprintf(text, sizeof(text), "%s\n", di->core_arch);
-                        if (put(dir, name, text) < 0)
-                                goto fail_write;
-                }
-        }
-
         for (long t = 1; t <= ticks; t++) {
                 struct timespec now;
                 clock_gettime(CLOCK_REALTIME, &now);
@@ -138,13 +156,17 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "model-sysfs: reading the model failed\n");
                         goto out;
                 }
+                char tree[1100], link_tmp[1100], target[1100];
+                snprintf(tree, sizeof(tree), "%s.%ld", argv[2], t);
+                if (put_info(tree, inv) < 0)
+                        goto fail_write;
                 for (size_t i = 0; i < n; i++) {
                         const struct series_desc *s = &inv->series[i];
                         unsigned dev, core;
                         if (!valid[i] || label_u(s, 0, &dev) < 0 || dev >= inv->n_devices)
                                 continue;
                         const struct device_info *di = &inv->devices[dev];
-                        snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", argv[2], dev);
+                        snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", tree, dev);
                         if (s->metric == METRIC_CORE_MEMORY_USED && label_u(s, 1, &core) == 0 &&
                             core >= di->first_core && core < di->first_core + di->core_count) {
                                 char name[128];
@@ -168,6 +190,18 @@ int main(int argc, char **argv) {
                         } else if (s->metric == METRIC_DEVICE_MEMORY_USED) {
                                 printf("%ld %u %.0f\n", t, dev, values[i]);
                         }
+                }
+                /* Swap DIR to this tick's tree; drop the one before last (a
+                 * reader may still hold the last one open). */
+                const char *base = strrchr(tree, '/');
+                snprintf(target, sizeof(target), "%s", base ? base + 1 : tree);
+                snprintf(link_tmp, sizeof(link_tmp), "%s.link", argv[2]);
+                unlink(link_tmp);
+                if (symlink(target, link_tmp) < 0 || rename(link_tmp, argv[2]) < 0)
+                        goto fail_write;
+                if (t > 2) {
+                        snprintf(tree, sizeof(tree), "%s.%ld", argv[2], t - 2);
+                        nftw(tree, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
                 }
                 fflush(stdout);
                 if (t < ticks) {
