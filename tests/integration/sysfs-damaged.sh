@@ -9,6 +9,7 @@ set -eu
 root=$work/root
 mkdir "$root"
 cp -R "$top_srcdir/tests/data/trn1/." "$root"
+chmod -R u+w "$root" # make distcheck's source tree is read-only
 cp -R "$root" "$work/pristine"
 dev=$root/devices/virtual/neuron_device
 

@@ -38,7 +38,8 @@ static const char *scratch_copy(const char *name) {
         char cmd[1024];
         snprintf(scratch, sizeof(scratch), "/tmp/test-sysfs-XXXXXX");
         assert_non_null(mkdtemp(scratch));
-        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s'", fixture(name), scratch);
+        /* make distcheck hands us a read-only source tree. */
+        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s' && chmod -R u+w '%s'", fixture(name), scratch, scratch);
         assert_int_equal(system(cmd), 0);
         snprintf(root, sizeof(root), "%s", scratch);
         return root;
