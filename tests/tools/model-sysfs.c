@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,40 @@ static int label_u(const struct series_desc *s, unsigned i, unsigned *ret) {
         if (end == s->label_values[i] || *end)
                 return -EINVAL;
         *ret = (unsigned) v;
+        return 0;
+}
+
+/* The driver file that carries series s of device di, relative to the
+ * device directory, and its contents for value v. Returns -ENOENT for
+ * series the driver has no file for (DMA, NeuronLink, ...) and for those
+ * main() writes itself. */
+static int driver_file(const struct series_desc *s, const struct device_info *di, double v, time_t now, char *name,
+                       size_t nsize, char *text, size_t tsize) {
+        unsigned core;
+        const char *label = s->label_values[2];
+        bool per_core = s->metric == METRIC_CORE_MEMORY_CATEGORY || s->metric == METRIC_CORE_EXECUTION_STATUS;
+        if (per_core && (label_u(s, 1, &core) < 0 || core < di->first_core || core >= di->first_core + di->core_count))
+                return -ENOENT;
+        switch (s->metric) {
+        case METRIC_CORE_MEMORY_CATEGORY:
+                snprintf(name, nsize, "neuron_core%u/stats/memory_usage/device_mem/%s/total", core - di->first_core,
+                         label);
+                break;
+        case METRIC_CORE_EXECUTION_STATUS:
+                snprintf(name, nsize, "neuron_core%u/stats/status/%s/total", core - di->first_core, label);
+                break;
+        case METRIC_DEVICE_ECC_EVENTS:
+                snprintf(name, nsize, "stats/hardware/%s", s->label_values[1]);
+                break;
+        case METRIC_DEVICE_POWER_UTILIZATION:
+                snprintf(name, nsize, "stats/power/utilization");
+                snprintf(text, tsize, "POWER_STATUS_VALID,%lld,%.2f,%.2f,%.2f\n", (long long) now, v * 100,
+                         v * 100, v * 100);
+                return 0;
+        default:
+                return -ENOENT;
+        }
+        snprintf(text, tsize, "%.0f\n", v);
         return 0;
 }
 
@@ -163,13 +198,13 @@ int main(int argc, char **argv) {
                 for (size_t i = 0; i < n; i++) {
                         const struct series_desc *s = &inv->series[i];
                         unsigned dev, core;
+                        char name[256];
                         if (!valid[i] || label_u(s, 0, &dev) < 0 || dev >= inv->n_devices)
                                 continue;
                         const struct device_info *di = &inv->devices[dev];
                         snprintf(dir, sizeof(dir), "%s/devices/virtual/neuron_device/neuron%u", tree, dev);
                         if (s->metric == METRIC_CORE_MEMORY_USED && label_u(s, 1, &core) == 0 &&
                             core >= di->first_core && core < di->first_core + di->core_count) {
-                                char name[128];
                                 snprintf(name, sizeof(name), "neuron_core%u/stats/memory_usage/device_mem/total",
                                          core - di->first_core);
                                 snprintf(text, sizeof(text), "%.0f\n", values[i]);
@@ -178,7 +213,6 @@ int main(int argc, char **argv) {
                         } else if (s->metric == METRIC_CORE_UTILIZATION && label_u(s, 1, &core) == 0 &&
                                    core < n_cores && core >= di->first_core &&
                                    core < di->first_core + di->core_count) {
-                                char name[128];
                                 busy[core] += values[i] * CYCLES_PER_MS * (double) interval_ms;
                                 idle[core] += (1 - values[i]) * CYCLES_PER_MS * (double) interval_ms;
                                 snprintf(name, sizeof(name), "neuron_core%u/stats/tensor_engine/pe_cntrs",
@@ -189,6 +223,10 @@ int main(int argc, char **argv) {
                                         goto fail_write;
                         } else if (s->metric == METRIC_DEVICE_MEMORY_USED) {
                                 printf("%ld %u %.0f\n", t, dev, values[i]);
+                        } else if (driver_file(s, di, values[i], now.tv_sec, name, sizeof(name), text,
+                                               sizeof(text)) == 0) {
+                                if (put(dir, name, text) < 0)
+                                        goto fail_write;
                         }
                 }
                 /* Swap DIR to this tick's tree; drop the one before last (a
