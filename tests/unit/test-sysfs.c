@@ -35,7 +35,7 @@ static void rm_rf(const char *path) {
 
 /* Copies a fixture into a fresh scratch directory and points root at it. */
 static const char *scratch_copy(const char *name) {
-        char cmd[1024];
+        char cmd[2048];
         snprintf(scratch, sizeof(scratch), "/tmp/test-sysfs-XXXXXX");
         assert_non_null(mkdtemp(scratch));
         /* make distcheck hands us a read-only source tree. */
