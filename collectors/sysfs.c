@@ -344,16 +344,18 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
                          r == -ENODEV ? "is missing or lists no devices" : strerror(-r));
                 goto fail;
         }
-        inv->n_devices = (unsigned) r;
-        inv->devices = calloc(inv->n_devices, sizeof(*inv->devices));
-        s->dev_paths = calloc(inv->n_devices, sizeof(*s->dev_paths));
-        s->dev_up = calloc(inv->n_devices, 1);
-        s->dev_mem = calloc(inv->n_devices, sizeof(*s->dev_mem));
-        s->dev_mem_ok = calloc(inv->n_devices, 1);
+        unsigned n = (unsigned) r;
+        inv->devices = calloc(n, sizeof(*inv->devices));
+        s->dev_paths = calloc(n, sizeof(*s->dev_paths));
+        s->dev_up = calloc(n, 1);
+        s->dev_mem = calloc(n, sizeof(*s->dev_mem));
+        s->dev_mem_ok = calloc(n, 1);
         if (!inv->devices || !s->dev_paths || !s->dev_up || !s->dev_mem || !s->dev_mem_ok) {
                 r = -ENOMEM;
                 goto fail;
         }
+        /* Only now: the destructors walk n_devices entries of these arrays. */
+        inv->n_devices = n;
         (void) read_string(s->root_fd, SYSFS_VERSION_FILE, inv->driver_version, sizeof(inv->driver_version));
         unsigned first_core = 0;
         for (unsigned d = 0; d < inv->n_devices; d++) {
