@@ -42,6 +42,6 @@ ready2=$(awk -v from="$reloading" 'NR > from && /^READY=1/ { print NR; exit }' "
 [ "$watchdog" -lt "$reloading" ] || fail "WATCHDOG=1 must come before the reload"
 [ "$ready2" -lt "$stopping" ] || fail "READY=1 after the reload must come before STOPPING=1"
 [ "$(tail -n 2 "$TMP/notify.txt" | head -n 1)" = "STATUS=Stopping" ] || fail "STOPPING=1 must be the last message"
-grep -q '^STATUS=Polling every 200ms; tick [0-9]*; 1 of 1 collectors up' "$TMP/notify.txt" ||
+grep -q '^STATUS=Polling every 200ms; tick [0-9]*; \([0-9]\) of \1 collectors up' "$TMP/notify.txt" ||
         fail "the loop's STATUS line is missing"
 echo "notifications arrived in order"
