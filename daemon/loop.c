@@ -114,6 +114,14 @@ int loop_tick(struct loop *l) {
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
 
         int r = store_append(l->store, snap->timestamp_ms, snap->values, snap->valid, snap->n);
+        if (r < 0) {
+                atomic_fetch_add_explicit(&l->store_errors, 1, memory_order_relaxed);
+        } else {
+                uint64_t stored = 0;
+                for (size_t i = 0; i < snap->n; i++)
+                        stored += snap->valid[i];
+                atomic_fetch_add_explicit(&l->samples_stored, stored, memory_order_relaxed);
+        }
         if (r != l->store_error) {
                 if (r < 0)
                         log_error("storing tick %llu failed: %s", (unsigned long long) snap->tick, strerror(-r));

@@ -5,6 +5,7 @@
  * scaled by the backend's time_scale for the model's speed= option. */
 #pragma once
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ struct loop {
          * configuration is bad. NULL: SIGHUP is only logged. */
         int (*reload)(struct loop *l, void *userdata);
         void *reload_userdata;
+        /* For /metrics, read by HTTP threads: valid samples handed to the
+         * store successfully, and ticks the store refused. */
+        atomic_uint_fast64_t samples_stored;
+        atomic_uint_fast64_t store_errors;
 };
 
 /* Builds the combined series list. The loop borrows everything it is given. */

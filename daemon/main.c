@@ -97,6 +97,7 @@ int main(int argc, char **argv) {
         struct store *store = NULL;
         struct expo *expo = NULL;
         struct http_server *http = NULL;
+        struct auth *auth = NULL;
         struct snapshot_slot latest;
         struct loop loop = { 0 };
         int signal_fd = -1;
@@ -185,6 +186,14 @@ int main(int argc, char **argv) {
                 log_error("preparing /metrics: %s", strerror(-r));
                 goto out_slot;
         }
+        if (settings.basic_auth_users[0] || settings.bearer_token_file[0]) {
+                r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
+                if (r < 0) {
+                        log_error("%s", err);
+                        goto out_slot;
+                }
+        }
+        static atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         static const char *const collector_names[] = { "backend", "host" };
         struct web_context web = {
                 .web_root = settings.web_root,
@@ -198,6 +207,9 @@ int main(int argc, char **argv) {
                         .instance_type = backend->inv.instance_type,
                         .n_collectors = n_collectors,
                         .collector_names = collector_names,
+                        .samples_stored = &loop.samples_stored,
+                        .store_errors = &loop.store_errors,
+                        .http_requests = http_requests,
                 },
                 .latest = &latest,
                 .store = store,
@@ -205,6 +217,15 @@ int main(int argc, char **argv) {
                 .time_scale = loop.time_scale,
                 .started_ms = api_now_ms(),
                 .admin = settings.admin ? backend : NULL,
+                .tls_cert_file = settings.tls_cert,
+                .tls_key_file = settings.tls_key,
+                .auth = auth,
+                .healthz_open = settings.healthz_open,
+                .cors_origin = settings.cors_origin,
+                .max_connections = settings.max_connections,
+                .connection_timeout_s = settings.connection_timeout_s,
+                .max_request_bytes = settings.max_request_bytes,
+                .http_requests = http_requests,
         };
         /* The first tick runs before the server starts, so /metrics never
          * answers empty. */
@@ -246,6 +267,7 @@ int main(int argc, char **argv) {
 
 out_slot:
         http_stop(http);
+        auth_free(auth);
         expo_free(expo);
         loop_done(&loop);
         store_close(store);

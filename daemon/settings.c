@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <ini.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,79 @@ static int copy_path(char *dst, size_t size, const char *value) {
         return 0;
 }
 
+static int parse_bool(const char *text, bool *ret) {
+        if (!strcmp(text, "true") || !strcmp(text, "yes") || !strcmp(text, "1") || !strcmp(text, "on"))
+                *ret = true;
+        else if (!strcmp(text, "false") || !strcmp(text, "no") || !strcmp(text, "0") || !strcmp(text, "off"))
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_uint(const char *text, unsigned long min, unsigned long max, unsigned long *ret) {
+        size_t len = strlen(text);
+        if (len == 0 || len > 9 || strspn(text, "0123456789") != len)
+                return -EINVAL;
+        unsigned long v = strtoul(text, NULL, 10);
+        if (v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* The HTTP server's keys; -ENOENT when key is not one of them. */
+static int settings_apply_http(struct settings *s, const char *key, const char *value, char *err, size_t errlen) {
+        static const struct {
+                const char *key;
+                size_t offset, size;
+        } paths[] = {
+                { "tls_cert", offsetof(struct settings, tls_cert), sizeof(s->tls_cert) },
+                { "tls_key", offsetof(struct settings, tls_key), sizeof(s->tls_key) },
+                { "basic_auth_users", offsetof(struct settings, basic_auth_users), sizeof(s->basic_auth_users) },
+                { "bearer_token_file", offsetof(struct settings, bearer_token_file), sizeof(s->bearer_token_file) },
+                { "cors_origin", offsetof(struct settings, cors_origin), sizeof(s->cors_origin) },
+        };
+        unsigned long v;
+
+        for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+                if (strcmp(key, paths[i].key) == 0) {
+                        if (copy_path((char *) s + paths[i].offset, paths[i].size, value) < 0) {
+                                snprintf(err, errlen, "%s: value is empty or too long", key);
+                                return -EINVAL;
+                        }
+                        return 0;
+                }
+        if (strcmp(key, "healthz_open") == 0) {
+                if (parse_bool(value, &s->healthz_open) < 0) {
+                        snprintf(err, errlen, "healthz_open: '%s' is not true or false", value);
+                        return -EINVAL;
+                }
+        } else if (strcmp(key, "max_connections") == 0) {
+                if (parse_uint(value, 16, 65536, &v) < 0) {
+                        snprintf(err, errlen, "max_connections: '%s' is not a number from 16 to 65536", value);
+                        return -EINVAL;
+                }
+                s->max_connections = (unsigned) v;
+        } else if (strcmp(key, "connection_timeout") == 0) {
+                int64_t ms;
+                if (settings_parse_duration(value, &ms) < 0 || ms < 1000 || ms > 3600 * 1000) {
+                        snprintf(err, errlen, "connection_timeout: '%s' is not a duration from 1s to 1h", value);
+                        return -EINVAL;
+                }
+                s->connection_timeout_s = (unsigned) (ms / 1000);
+        } else if (strcmp(key, "max_request_bytes") == 0) {
+                if (parse_uint(value, 4096, 1048576, &v) < 0) {
+                        snprintf(err, errlen, "max_request_bytes: '%s' is not a number from 4096 to 1048576", value);
+                        return -EINVAL;
+                }
+                s->max_request_bytes = v;
+        } else {
+                return -ENOENT;
+        }
+        return 0;
+}
+
 /* Applies one setting by its config-file key; the flags use the same keys. */
 static int settings_apply(struct settings *s, const char *key, const char *value, char *err, size_t errlen) {
         if (strcmp(key, "listen") == 0) {
@@ -174,8 +248,11 @@ static int settings_apply(struct settings *s, const char *key, const char *value
                 }
                 s->admin = strcmp(value, "true") == 0;
         } else {
-                snprintf(err, errlen, "unknown setting '%s'", key);
-                return -EINVAL;
+                int r = settings_apply_http(s, key, value, err, errlen);
+                if (r == -ENOENT)
+                        snprintf(err, errlen, "unknown setting '%s'", key);
+                if (r < 0)
+                        return -EINVAL;
         }
         return 0;
 }
@@ -343,6 +420,10 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                         snprintf(err, errlen, "option %s: %s", flags[i].flag, strchr(why, ' ') + 1);
                         return -EINVAL;
                 }
+        }
+        if (!s.tls_cert[0] != !s.tls_key[0]) {
+                snprintf(err, errlen, "tls_cert and tls_key must be given together");
+                return -EINVAL;
         }
         *ret = s;
         return action;

@@ -41,6 +41,17 @@ struct settings {
         char web_root[PATH_MAX];
         enum log_level log_level;
         bool admin;                      /* serve /api/v1/admin/ to loopback clients */
+
+        /* HTTP security and limits (config file only); "" or 0 = off/default. */
+        char tls_cert[PATH_MAX];         /* PEM certificate chain; with tls_key, HTTPS */
+        char tls_key[PATH_MAX];
+        char basic_auth_users[PATH_MAX]; /* file of user:bcrypt-hash lines */
+        char bearer_token_file[PATH_MAX];
+        bool healthz_open;               /* /healthz without credentials */
+        char cors_origin[256];           /* Access-Control-Allow-Origin value */
+        unsigned max_connections;
+        unsigned connection_timeout_s;
+        size_t max_request_bytes;
 };
 
 /* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.

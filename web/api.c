@@ -53,15 +53,6 @@ static bool reject_params(const struct param *params, size_t n, struct web_reply
         return true;
 }
 
-static void handle_metrics(const struct web_context *ctx, const struct param *params, size_t n,
-                           struct web_reply *reply) {
-        struct snapshot *snap = snapshot_slot_get(ctx->latest);
-        expo_render(ctx->expo, snap, &ctx->self, &reply->body);
-        snapshot_unref(snap);
-        reply->status = 200;
-        reply->content_type = EXPO_CONTENT_TYPE;
-}
-
 /* Fresh while the latest tick is younger than three wall-clock intervals
  * plus a grace for a slow tick; otherwise the loop is stalled. */
 static void handle_healthz(const struct web_context *ctx, const struct param *params, size_t n,
@@ -148,6 +139,60 @@ static void handle_devices(const struct web_context *ctx, const struct param *pa
                 json_device(b, ctx, &inv->devices[i]);
         }
         buf_puts(b, "]}}\n");
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+/* /api/v1/devices/{index}: one device, with its current values. */
+static void handle_device(const struct web_context *ctx, const struct param *params, size_t n,
+                          struct web_reply *reply) {
+        const struct inventory *inv = ctx->inv;
+        const char *id = reply->path ? strrchr(reply->path, '/') + 1 : "";
+        struct buf *b = &reply->body;
+        unsigned index = 0;
+
+        if (reject_params(params, n, reply))
+                return;
+        size_t len = strlen(id);
+        if (len == 0 || len > 5 || strspn(id, "0123456789") != len || (len > 1 && id[0] == '0')) {
+                web_reply_error(reply, 400, "bad_data", "device id '%.32s' is not a device index", id);
+                return;
+        }
+        for (size_t i = 0; i < len; i++)
+                index = index * 10 + (unsigned) (id[i] - '0');
+        const struct device_info *dev = NULL;
+        for (unsigned i = 0; i < inv->n_devices; i++)
+                if (inv->devices[i].index == index)
+                        dev = &inv->devices[i];
+        if (!dev) {
+                web_reply_error(reply, 404, "not_found", "no device %u (this host has %u)", index, inv->n_devices);
+                return;
+        }
+        char label[16];
+        snprintf(label, sizeof(label), "%u", index);
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"device\":");
+        json_device(b, ctx, dev);
+        buf_puts(b, ",\"timestamp\":");
+        if (snap)
+                json_time(b, snap->timestamp_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"values\":[");
+        bool first = true;
+        for (size_t i = 0; snap && i < snap->n; i++) {
+                const struct series_desc *d = &ctx->series[i];
+                if (!snap->valid[i] || !series_has_label(d, "neuron_device", label))
+                        continue;
+                buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
+                first = false;
+                json_series_labels(b, d);
+                buf_puts(b, ",\"value\":");
+                json_value(b, snap->values[i]);
+                buf_puts(b, "}");
+        }
+        buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }
@@ -301,17 +346,21 @@ static const struct {
         const char *path;
         api_handler handler;
 } routes[] = {
-        { "/metrics", handle_metrics },
         { "/healthz", handle_healthz },
         { "/api/v1/devices", handle_devices },
+        { "/api/v1/devices/", handle_device }, /* a trailing '/' matches by prefix */
         { "/api/v1/latest", handle_latest },
         { "/api/v1/query_range", handle_query_range },
         { "/api/v1/status", handle_status },
 };
 
 api_handler api_route(const char *path) {
-        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-                if (strcmp(routes[i].path, path) == 0)
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+                size_t len = strlen(routes[i].path);
+                bool prefix = routes[i].path[len - 1] == '/';
+                if (prefix ? strncmp(routes[i].path, path, len) == 0 && path[len] && !strchr(path + len, '/')
+                           : strcmp(routes[i].path, path) == 0)
                         return routes[i].handler;
+        }
         return NULL;
 }

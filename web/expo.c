@@ -6,9 +6,15 @@
 
 #include "web/expo.h"
 
+const char *const expo_http_codes[EXPO_HTTP_CODES] = {
+        "200", "204", "304", "400", "401", "403", "404", "405", "406", "414", "431", "500", "503", "other",
+};
+
 struct expo_family {
         enum metric_id metric;
-        size_t first, count; /* a range of expo.order */
+        size_t first, count;  /* a range of expo.order */
+        char *header[2];      /* HELP/TYPE(/UNIT) lines per accept_format */
+        size_t header_len[2];
 };
 
 struct expo {
@@ -16,20 +22,82 @@ struct expo {
         size_t *order;         /* series indexes grouped by family */
         char **prefixes;       /* per series: `name{labels} ` */
         size_t *prefix_lens;
+        size_t prefix_total;   /* sum of prefix_lens, to reserve the output once */
+        size_t header_total;   /* sum of the longer header of each family */
         size_t n_families;
         struct expo_family families[METRIC__COUNT];
 };
 
+size_t expo_http_code_index(unsigned status) {
+        char text[4] = { (char) ('0' + status / 100 % 10), (char) ('0' + status / 10 % 10), (char) ('0' + status % 10), 0 };
+        for (size_t i = 0; status >= 100 && status <= 999 && i < EXPO_HTTP_CODES - 1; i++)
+                if (memcmp(expo_http_codes[i], text, 4) == 0)
+                        return i;
+        return EXPO_HTTP_CODES - 1;
+}
+
 void expo_escape_label_value(struct buf *out, const char *value) {
-        for (const char *p = value; *p; p++) {
+        const char *run = value;
+        for (const char *p = value;; p++) {
+                const char *esc = *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : NULL;
+                if (!esc && *p)
+                        continue;
+                buf_append(out, run, (size_t) (p - run));
+                if (!*p)
+                        break;
+                buf_append(out, esc, 2);
+                run = p + 1;
+        }
+}
+
+/* HELP text: the text format escapes \ and newline, OpenMetrics also ". */
+static void escape_help(struct buf *out, const char *help, enum accept_format format) {
+        for (const char *p = help; *p; p++) {
                 if (*p == '\\')
                         buf_append(out, "\\\\", 2);
-                else if (*p == '"')
-                        buf_append(out, "\\\"", 2);
                 else if (*p == '\n')
                         buf_append(out, "\\n", 2);
+                else if (*p == '"' && format == ACCEPT_OPENMETRICS)
+                        buf_append(out, "\\\"", 2);
                 else
                         buf_append(out, p, 1);
+        }
+}
+
+static bool has_suffix(const char *name, const char *suffix) {
+        size_t n = strlen(name), s = strlen(suffix);
+        return n > s && strcmp(name + n - s, suffix) == 0;
+}
+
+/* The header of one family. In OpenMetrics a counter's family is its
+ * sample name without _total, and an info family is its name without
+ * _info; the text format names the family by its sample. */
+static void family_header(struct buf *out, enum accept_format format, const char *sample, const char *help,
+                          const char *type, const char *unit) {
+        size_t name_len = strlen(sample);
+        if (format == ACCEPT_OPENMETRICS) {
+                if (strcmp(type, "counter") == 0 && has_suffix(sample, "_total"))
+                        name_len -= strlen("_total");
+                else if (strcmp(type, "info") == 0 && has_suffix(sample, "_info"))
+                        name_len -= strlen("_info");
+        } else if (strcmp(type, "info") == 0) {
+                type = "gauge";
+        }
+        buf_puts(out, "# HELP ");
+        buf_append(out, sample, name_len);
+        buf_puts(out, " ");
+        escape_help(out, help, format);
+        buf_puts(out, "\n# TYPE ");
+        buf_append(out, sample, name_len);
+        buf_puts(out, " ");
+        buf_puts(out, type);
+        buf_puts(out, "\n");
+        if (format == ACCEPT_OPENMETRICS && unit) {
+                buf_puts(out, "# UNIT ");
+                buf_append(out, sample, name_len);
+                buf_puts(out, " ");
+                buf_puts(out, unit);
+                buf_puts(out, "\n");
         }
 }
 
@@ -38,6 +106,10 @@ void expo_free(struct expo *e) {
                 return;
         for (size_t i = 0; i < e->n_series; i++)
                 free(e->prefixes[i]);
+        for (size_t f = 0; f < e->n_families; f++) {
+                free(e->families[f].header[0]);
+                free(e->families[f].header[1]);
+        }
         free(e->prefixes);
         free(e->prefix_lens);
         free(e->order);
@@ -63,8 +135,24 @@ int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
         size_t at = 0;
         for (int m = 0; m < METRIC__COUNT; m++) {
                 next[m] = at;
-                if (per_family[m])
-                        e->families[e->n_families++] = (struct expo_family){ .metric = m, .first = at, .count = per_family[m] };
+                if (per_family[m]) {
+                        struct expo_family *fam = &e->families[e->n_families++];
+                        const struct metric_desc *md = &metric_table[m];
+                        *fam = (struct expo_family){ .metric = m, .first = at, .count = per_family[m] };
+                        for (int f = ACCEPT_TEXT; f <= ACCEPT_OPENMETRICS; f++) {
+                                struct buf b = { 0 };
+                                family_header(&b, (enum accept_format) f, md->name, md->help,
+                                              md->type == METRIC_COUNTER ? "counter" : "gauge", md->unit);
+                                if (b.failed) {
+                                        buf_free(&b);
+                                        goto fail;
+                                }
+                                fam->header[f] = b.data;
+                                fam->header_len[f] = b.len;
+                                if (f == ACCEPT_OPENMETRICS) /* the longer one: it adds UNIT */
+                                        e->header_total += b.len;
+                        }
+                }
                 at += per_family[m];
         }
         for (size_t i = 0; i < n; i++)
@@ -89,6 +177,7 @@ int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
                 }
                 e->prefixes[i] = b.data;
                 e->prefix_lens[i] = b.len;
+                e->prefix_total += b.len;
         }
         *ret = e;
         return 0;
@@ -97,20 +186,14 @@ fail:
         return -ENOMEM;
 }
 
-static void family_header(struct buf *out, const char *name, const char *help, const char *type) {
-        buf_puts(out, "# HELP ");
+static void counter_line(struct buf *out, const char *name, const atomic_uint_fast64_t *value) {
         buf_puts(out, name);
-        buf_puts(out, " ");
-        buf_puts(out, help);
-        buf_puts(out, "\n# TYPE ");
-        buf_puts(out, name);
-        buf_puts(out, " ");
-        buf_puts(out, type);
-        buf_puts(out, "\n");
+        buf_printf(out, " %llu\n", (unsigned long long) atomic_load_explicit(value, memory_order_relaxed));
 }
 
-static void render_self(const struct snapshot *snap, const struct expo_self *self, struct buf *out) {
-        family_header(out, "neurond_build_info", "neurond version and backend; always 1.", "gauge");
+static void render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
+                        struct buf *out) {
+        family_header(out, format, "neurond_build_info", "neurond version and backend; always 1.", "info", NULL);
         buf_puts(out, "neurond_build_info{version=\"");
         expo_escape_label_value(out, self->version);
         buf_puts(out, "\",backend=\"");
@@ -119,33 +202,62 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         expo_escape_label_value(out, self->instance_type);
         buf_puts(out, "\"} 1\n");
 
+        if (self->samples_stored) {
+                family_header(out, format, "neurond_samples_stored_total", "Samples written to the store.", "counter",
+                              NULL);
+                counter_line(out, "neurond_samples_stored_total", self->samples_stored);
+        }
+        if (self->store_errors) {
+                family_header(out, format, "neurond_store_errors_total", "Ticks the store failed to write.", "counter",
+                              NULL);
+                counter_line(out, "neurond_store_errors_total", self->store_errors);
+        }
+        if (self->http_requests) {
+                family_header(out, format, "neurond_http_requests_total",
+                              "HTTP responses sent, by status code (before this one).", "counter", NULL);
+                for (size_t i = 0; i < EXPO_HTTP_CODES; i++) {
+                        uint64_t v = atomic_load_explicit(&self->http_requests[i], memory_order_relaxed);
+                        /* Codes never sent stay absent rather than a wall of zeros;
+                         * 200 is always there so the family never vanishes. */
+                        if (v == 0 && i != 0)
+                                continue;
+                        buf_printf(out, "neurond_http_requests_total{code=\"%s\"} %llu\n", expo_http_codes[i],
+                                   (unsigned long long) v);
+                }
+        }
         if (!snap)
                 return;
-        family_header(out, "neurond_collector_up", "1 when the collector's last read succeeded, else 0.", "gauge");
+        family_header(out, format, "neurond_collector_up", "1 when the collector's last read succeeded, else 0.",
+                      "gauge", NULL);
         for (size_t i = 0; i < self->n_collectors; i++) {
                 buf_puts(out, "neurond_collector_up{collector=\"");
                 expo_escape_label_value(out, self->collector_names[i]);
                 buf_printf(out, "\"} %d\n", snap->collector_up[i] ? 1 : 0);
         }
-        family_header(out, "neurond_last_poll_timestamp_seconds", "Unix time of the latest tick.", "gauge");
-        buf_puts(out, "neurond_last_poll_timestamp_seconds ");
-        buf_printf(out, "%lld.%03lld\n", (long long) (snap->timestamp_ms / 1000), (long long) (snap->timestamp_ms % 1000));
-        family_header(out, "neurond_poll_duration_seconds", "Time the collectors took in the latest tick.", "gauge");
+        family_header(out, format, "neurond_last_poll_timestamp_seconds", "Unix time of the latest tick.", "gauge",
+                      "seconds");
+        buf_printf(out, "neurond_last_poll_timestamp_seconds %lld.%03lld\n", (long long) (snap->timestamp_ms / 1000),
+                   (long long) (snap->timestamp_ms % 1000));
+        family_header(out, format, "neurond_poll_duration_seconds", "Time the collectors took in the latest tick.",
+                      "gauge", "seconds");
         buf_puts(out, "neurond_poll_duration_seconds ");
         buf_double(out, snap->poll_seconds);
         buf_puts(out, "\n");
 }
 
-void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self, struct buf *out) {
-        /* Typical line: ~60 bytes; reserving up front avoids most regrowth. */
-        buf_reserve(out, e->n_series * 72 + 4096);
+void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
+                 enum accept_format format, struct buf *out) {
+        int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
+
+        /* Names and labels are known; a value takes at most 24 bytes. Headers
+         * and self metrics fit in the constant. One reservation, no regrowth. */
+        buf_reserve(out, e->prefix_total + e->n_series * 25 + e->header_total + 4096);
         if (snap && snap->n == e->n_series) {
-                for (size_t f = 0; f < e->n_families; f++) {
-                        const struct expo_family *fam = &e->families[f];
-                        const struct metric_desc *m = &metric_table[fam->metric];
-                        family_header(out, m->name, m->help, m->type == METRIC_COUNTER ? "counter" : "gauge");
-                        for (size_t k = fam->first; k < fam->first + fam->count; k++) {
-                                size_t i = e->order[k];
+                for (size_t k = 0; k < e->n_families; k++) {
+                        const struct expo_family *fam = &e->families[k];
+                        buf_append(out, fam->header[f], fam->header_len[f]);
+                        for (size_t j = fam->first; j < fam->first + fam->count; j++) {
+                                size_t i = e->order[j];
                                 if (!snap->valid[i])
                                         continue;
                                 buf_append(out, e->prefixes[i], e->prefix_lens[i]);
@@ -154,5 +266,7 @@ void expo_render(const struct expo *e, const struct snapshot *snap, const struct
                         }
                 }
         }
-        render_self(snap, self, out);
+        render_self(snap, self, format, out);
+        if (format == ACCEPT_OPENMETRICS)
+                buf_puts(out, "# EOF\n");
 }

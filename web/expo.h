@@ -1,36 +1,57 @@
-/* Prometheus text exposition (format 0.0.4) from the latest snapshot.
+/* Prometheus text exposition (format 0.0.4) and OpenMetrics 1.0 from the
+ * latest snapshot.
  *
  * expo_new() precomputes, once per inventory, each series' rendered name and
- * labels and the order that groups series by family, so that a scrape is one
- * pass of memcpy and number formatting. An expo is read-only after creation:
- * any number of threads may render with it at once. */
+ * labels, each family's header in both formats, and the order that groups
+ * series by family, so that a scrape is one pass of memcpy and number
+ * formatting into one buffer reserved up front. An expo is read-only after
+ * creation: any number of threads may render with it at once. */
 #pragma once
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collectors/collector.h"
 #include "daemon/snapshot.h"
+#include "web/accept.h"
 #include "web/buf.h"
 
 #define EXPO_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define EXPO_OPENMETRICS_CONTENT_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+/* The status codes neurond_http_requests_total counts, in label order;
+ * any other code is counted as the last entry, "other". */
+#define EXPO_HTTP_CODES 14
+extern const char *const expo_http_codes[EXPO_HTTP_CODES];
+/* Index into expo_http_codes for a status code. */
+size_t expo_http_code_index(unsigned status);
 
 struct expo;
 
-/* What the exposition says about neurond itself. */
+/* What the exposition says about neurond itself. The counters are written
+ * by other threads with atomic adds; any pointer may be NULL, and its
+ * family is then left out. */
 struct expo_self {
         const char *version;
         const char *backend;
         const char *instance_type;
         size_t n_collectors;
         const char *const *collector_names; /* parallel to snapshot->collector_up */
+        const atomic_uint_fast64_t *samples_stored;
+        const atomic_uint_fast64_t *store_errors;
+        const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
 };
 
 int expo_new(const struct series_desc *series, size_t n, struct expo **ret);
 void expo_free(struct expo *e); /* NULL-safe */
 
-/* Appends the exposition of snap (may be NULL before the first tick).
- * Series not valid in the snapshot are left out. */
-void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self, struct buf *out);
+/* Appends the exposition of snap (may be NULL before the first tick) in
+ * the given format. Series not valid in the snapshot are left out (the loop
+ * clears every series of a collector whose read failed, and
+ * neurond_collector_up says 0). OpenMetrics output ends with "# EOF". */
+void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
+                 enum accept_format format, struct buf *out);
 
-/* Appends a label value escaped for the text format (\\, \" and \n). */
+/* Appends a label value escaped for both formats (\\, \" and \n). */
 void expo_escape_label_value(struct buf *out, const char *value);

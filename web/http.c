@@ -1,25 +1,29 @@
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "daemon/log.h"
+#include "web/accept.h"
 #include "web/admin.h"
 #include "web/api.h"
 #include "web/http.h"
 
 #define PARAMS_PER_REQUEST_MAX 32
-#define CONNECTIONS_MAX 512
-#define CONNECTION_TIMEOUT_S 15
-#define THREADS 2
+#define PEM_MAX (64 * 1024)
+#define GZIP_MIN_BYTES 1024 /* below this, compressing saves nothing worth the time */
 
 #define CSP "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " \
             "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -27,6 +31,7 @@
 struct http_server {
         struct MHD_Daemon *mhd;
         const struct web_context *ctx;
+        char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
 };
 
 void web_reply_error(struct web_reply *reply, unsigned status, const char *error_type, const char *fmt, ...) {
@@ -46,23 +51,70 @@ void web_reply_error(struct web_reply *reply, unsigned status, const char *error
         reply->content_type = "application/json";
 }
 
-static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *resp,
-                             const char *content_type) {
+/* Adds the headers every response carries, counts it and queues it. */
+static enum MHD_Result queue(struct MHD_Connection *conn, const struct web_context *ctx, unsigned status,
+                             struct MHD_Response *resp, const char *content_type) {
         if (!resp)
                 return MHD_NO;
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
         MHD_add_response_header(resp, "Content-Security-Policy", CSP);
         MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        if (ctx->cors_origin && *ctx->cors_origin) {
+                MHD_add_response_header(resp, "Access-Control-Allow-Origin", ctx->cors_origin);
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+        }
+        if (ctx->http_requests)
+                atomic_fetch_add_explicit(&ctx->http_requests[expo_http_code_index(status)], 1, memory_order_relaxed);
         enum MHD_Result ret = MHD_queue_response(conn, status, resp);
         MHD_destroy_response(resp);
         return ret;
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, struct web_reply *reply) {
+/* gzip (RFC 1952) of in into out, at the fastest level: a scrape is
+ * repetitive text, and level 1 already shrinks it about tenfold. */
+static int gzip_buf(const struct buf *in, struct buf *out) {
+        z_stream zs = { 0 };
+        int r = 0;
+
+        if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+                return -ENOMEM;
+        uLong bound = deflateBound(&zs, (uLong) in->len) + 32;
+        if (!buf_reserve(out, bound)) {
+                r = -ENOMEM;
+                goto out;
+        }
+        zs.next_in = (Bytef *) in->data;
+        zs.avail_in = (uInt) in->len;
+        zs.next_out = (Bytef *) out->data;
+        zs.avail_out = (uInt) bound;
+        if (deflate(&zs, Z_FINISH) != Z_STREAM_END) {
+                r = -EIO;
+                goto out;
+        }
+        out->len = zs.total_out;
+out:
+        deflateEnd(&zs);
+        return r;
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct web_context *ctx,
+                                  struct web_reply *reply) {
         if (reply->body.failed) {
                 buf_free(&reply->body);
                 web_reply_error(reply, 500, "internal", "out of memory");
+        }
+        bool gzipped = false;
+        if (reply->body.len >= GZIP_MIN_BYTES &&
+            accept_gzip(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING))) {
+                struct buf z = { 0 };
+                if (gzip_buf(&reply->body, &z) == 0) {
+                        buf_free(&reply->body);
+                        reply->body = z;
+                        gzipped = true;
+                } else {
+                        buf_free(&z);
+                }
         }
         struct MHD_Response *resp = MHD_create_response_from_buffer(reply->body.len, reply->body.data,
                                                                     MHD_RESPMEM_MUST_FREE);
@@ -74,8 +126,11 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct web_reply 
         reply->body = (struct buf){ 0 };
         if (reply->allow)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
+        if (gzipped)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        return queue(conn, reply->status, resp, reply->content_type);
+        return queue(conn, ctx, reply->status, resp, reply->content_type);
 }
 
 static const char *mime_type(const char *path) {
@@ -92,6 +147,7 @@ static const char *mime_type(const char *path) {
                 { ".json", "application/json" },
                 { ".map", "application/json" },
                 { ".txt", "text/plain; charset=utf-8" },
+                { ".woff2", "font/woff2" },
         };
         const char *dot = strrchr(path, '.');
         for (size_t i = 0; dot && i < sizeof(types) / sizeof(types[0]); i++)
@@ -100,8 +156,10 @@ static const char *mime_type(const char *path) {
         return "application/octet-stream";
 }
 
-/* Opens url below the web root, refusing anything that could leave it:
- * dot segments, backslashes, and symlinks that resolve outside. */
+/* Opens url below the web root, refusing anything that could leave it.
+ * libmicrohttpd has already decoded %XX, so "%2e%2e" arrives as "..":
+ * dot segments, backslashes and empty segments are refused, and the
+ * resolved path (symlinks followed) must still lie below the root. */
 static int open_static(const char *web_root, const char *url, int *ret_fd, struct stat *ret_st) {
         char path[PATH_MAX], real_root[PATH_MAX], real_path[PATH_MAX];
 
@@ -126,28 +184,72 @@ static int open_static(const char *web_root, const char *url, int *ret_fd, struc
         return 0;
 }
 
+/* True when an If-None-Match list names etag (or is "*"). */
+static bool etag_matches(const char *if_none_match, const char *etag) {
+        if (!if_none_match)
+                return false;
+        if (strcmp(if_none_match, "*") == 0)
+                return true;
+        size_t n = strlen(etag);
+        for (const char *p = strstr(if_none_match, etag); p; p = strstr(p + 1, etag)) {
+                /* A weak validator W/"x" matches too (If-None-Match uses weak comparison). */
+                char after = p[n];
+                if (after == '\0' || after == ',' || after == ' ')
+                        return true;
+        }
+        return false;
+}
+
 static enum MHD_Result serve_static(struct MHD_Connection *conn, const struct web_context *ctx, const char *url) {
         struct stat st;
         int fd;
+        char etag[64];
 
         if (open_static(ctx->web_root, url, &fd, &st) < 0) {
                 struct web_reply reply = { 0 };
                 web_reply_error(&reply, 404, "not_found", "no such path: %.200s", url);
-                return send_reply(conn, &reply);
+                return send_reply(conn, ctx, &reply);
         }
         const char *rel = strcmp(url, "/") == 0 ? "/index.html" : url;
-        struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t) st.st_size, fd);
-        if (!resp) {
+        snprintf(etag, sizeof(etag), "\"%llx-%llx-%llx\"", (unsigned long long) st.st_ino,
+                 (unsigned long long) st.st_size,
+                 (unsigned long long) st.st_mtim.tv_sec * 1000000000ULL + (unsigned long long) st.st_mtim.tv_nsec);
+        struct MHD_Response *resp;
+        unsigned status;
+        if (etag_matches(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH), etag)) {
                 close(fd);
-                return MHD_NO;
+                resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+                status = MHD_HTTP_NOT_MODIFIED;
+        } else {
+                resp = MHD_create_response_from_fd((uint64_t) st.st_size, fd);
+                if (!resp)
+                        close(fd);
+                status = MHD_HTTP_OK;
         }
+        if (!resp)
+                return MHD_NO;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+        /* The dashboard changes with upgrades: revalidate every time, cheaply. */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-        return queue(conn, 200, resp, mime_type(rel));
+        return queue(conn, ctx, status, resp, mime_type(rel));
+}
+
+static enum MHD_Result serve_metrics(struct MHD_Connection *conn, const struct web_context *ctx) {
+        enum accept_format format =
+                accept_format(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+        struct web_reply reply = { .status = 200 };
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+
+        expo_render(ctx->expo, snap, &ctx->self, format, &reply.body);
+        snapshot_unref(snap);
+        reply.content_type = format == ACCEPT_OPENMETRICS ? EXPO_OPENMETRICS_CONTENT_TYPE : EXPO_CONTENT_TYPE;
+        return send_reply(conn, ctx, &reply);
 }
 
 struct param_collector {
         struct param params[PARAMS_PER_REQUEST_MAX];
         size_t n;
+        size_t bytes; /* keys and values, to bound the query string */
         bool overflow;
 };
 
@@ -158,41 +260,122 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
                 return MHD_NO;
         }
         pc->params[pc->n++] = (struct param){ .key = key, .value = value ? value : "" };
+        pc->bytes += strlen(key) + (value ? strlen(value) : 0) + 2;
         return MHD_YES;
+}
+
+/* Whether the request may proceed: no authentication configured, an open
+ * /healthz, a valid bearer token, or valid basic credentials. */
+static bool authorized(struct MHD_Connection *conn, const struct web_context *ctx, const char *url) {
+        if (!ctx->auth || (ctx->healthz_open && strcmp(url, "/healthz") == 0))
+                return true;
+        const char *header = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!header)
+                return false;
+        if (strncasecmp(header, "Bearer ", 7) == 0)
+                return auth_check_bearer(ctx->auth, header + 7);
+        if (!auth_has_users(ctx->auth))
+                return false;
+        char *password = NULL;
+        char *user = MHD_basic_auth_get_username_password(conn, &password);
+        bool ok = user && password && auth_check_basic(ctx->auth, user, password);
+        if (password) {
+                explicit_bzero(password, strlen(password));
+                MHD_free(password);
+        }
+        if (user)
+                MHD_free(user);
+        return ok;
+}
+
+static enum MHD_Result send_unauthorized(struct MHD_Connection *conn, const struct web_context *ctx) {
+        struct web_reply reply = { 0 };
+        web_reply_error(&reply, 401, "unauthorized", "authentication required");
+        struct MHD_Response *resp = MHD_create_response_from_buffer(reply.body.len, reply.body.data,
+                                                                    MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                buf_free(&reply.body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                auth_has_users(ctx->auth) ? "Basic realm=\"neurond\", charset=\"UTF-8\""
+                                                          : "Bearer realm=\"neurond\"");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        return queue(conn, ctx, 401, resp, reply.content_type);
+}
+
+static enum MHD_Result send_preflight(struct MHD_Connection *conn, const struct web_context *ctx) {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+                return MHD_NO;
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, HEAD");
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization");
+        MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, OPTIONS");
+        return queue(conn, ctx, 204, resp, "text/plain; charset=utf-8");
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
         const struct http_server *srv = cls;
-        struct web_reply reply = { 0 };
+        const struct web_context *ctx = srv->ctx;
+        struct web_reply reply = { .path = url };
 
-        if (admin_owns(url))
-                return admin_request(srv->ctx, conn, url, method, upload_data_size, req_cls, &reply)
-                               ? send_reply(conn, &reply)
+        if (admin_owns(url)) {
+                /* Fault injection is loopback-only, and behind the same
+                 * authentication as everything else. */
+                if (!authorized(conn, ctx, url))
+                        return send_unauthorized(conn, ctx);
+                return admin_request(ctx, conn, url, method, upload_data_size, req_cls, &reply)
+                               ? send_reply(conn, ctx, &reply)
                                : MHD_YES;
+        }
+        if (strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0 && ctx->cors_origin && *ctx->cors_origin)
+                return send_preflight(conn, ctx);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
                 web_reply_error(&reply, 405, "bad_data", "method %.16s not allowed; use GET or HEAD", method);
                 reply.allow = "GET, HEAD";
-                return send_reply(conn, &reply);
+                return send_reply(conn, ctx, &reply);
         }
         /* GET has no body: answer on the first call. */
+        struct param_collector pc = { .n = 0 };
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &pc);
+        if (strlen(url) + pc.bytes > HTTP_MAX_URL_BYTES) {
+                web_reply_error(&reply, 414, "bad_data", "the URL is longer than %d bytes", HTTP_MAX_URL_BYTES);
+                return send_reply(conn, ctx, &reply);
+        }
+        if (!authorized(conn, ctx, url))
+                return send_unauthorized(conn, ctx);
+        if (strcmp(url, "/metrics") == 0)
+                return serve_metrics(conn, ctx);
         api_handler handler = api_route(url);
         if (!handler) {
                 if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0) {
                         web_reply_error(&reply, 404, "not_found", "no such API endpoint: %.200s", url);
-                        return send_reply(conn, &reply);
+                        return send_reply(conn, ctx, &reply);
                 }
-                return serve_static(conn, srv->ctx, url);
+                return serve_static(conn, ctx, url);
         }
-        struct param_collector pc = { .n = 0 };
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &pc);
         if (pc.overflow) {
                 web_reply_error(&reply, 400, "bad_data", "more than %d query parameters", PARAMS_PER_REQUEST_MAX);
-                return send_reply(conn, &reply);
+                return send_reply(conn, ctx, &reply);
         }
-        handler(srv->ctx, pc.params, pc.n, &reply);
-        return send_reply(conn, &reply);
+        for (size_t i = 0; i < pc.n; i++) {
+                if (strlen(pc.params[i].key) > PARAMS_KEY_MAX) {
+                        web_reply_error(&reply, 400, "bad_data", "parameter '%.64s...': name longer than %d bytes",
+                                        pc.params[i].key, PARAMS_KEY_MAX);
+                        return send_reply(conn, ctx, &reply);
+                }
+                if (strlen(pc.params[i].value) > PARAMS_VALUE_MAX) {
+                        web_reply_error(&reply, 400, "bad_data", "parameter '%.64s': value longer than %d bytes",
+                                        pc.params[i].key, PARAMS_VALUE_MAX);
+                        return send_reply(conn, ctx, &reply);
+                }
+        }
+        reply.content_type = "application/json";
+        handler(ctx, pc.params, pc.n, &reply);
+        return send_reply(conn, ctx, &reply);
 }
 
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -202,42 +385,139 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
         log_debug("http: %s", msg);
 }
 
+/* Reads a whole PEM file into a NUL-terminated string. */
+static int read_pem(const char *path, char **ret) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        char *text = malloc(PEM_MAX + 1);
+        int r = 0;
+        if (!text) {
+                r = -ENOMEM;
+                goto out;
+        }
+        size_t n = fread(text, 1, PEM_MAX + 1, f);
+        if (ferror(f) || n == 0 || n > PEM_MAX) {
+                r = -EINVAL;
+                goto out;
+        }
+        text[n] = '\0';
+        *ret = text;
+        text = NULL;
+out:
+        free(text);
+        fclose(f);
+        return r;
+}
+
+static bool is_loopback(const struct sockaddr *addr) {
+        if (addr->sa_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *) addr)->sin_addr.s_addr) >> 24) == 127;
+        if (addr->sa_family == AF_INET6)
+                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) addr)->sin6_addr);
+        return false;
+}
+
+/* Every connection is a descriptor: lift the soft limit toward the hard
+ * one so that max_connections is reachable. */
+static void raise_fd_limit(unsigned connections) {
+        struct rlimit rl;
+        rlim_t want = (rlim_t) connections + 64;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+                return;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+                log_warning("only %llu file descriptors available; fewer than %u connections fit",
+                            (unsigned long long) rl.rlim_cur, connections);
+}
+
+void http_stop(struct http_server *srv) {
+        if (!srv)
+                return;
+        if (srv->mhd)
+                MHD_stop_daemon(srv->mhd);
+        if (srv->tls_key)
+                explicit_bzero(srv->tls_key, strlen(srv->tls_key));
+        free(srv->tls_key);
+        free(srv->tls_cert);
+        free(srv);
+}
+
 /* Starts libmicrohttpd either binding addr, or on listen_fd (>= 0) that was
  * bound by someone else (socket activation). */
 static int http_start_on(const struct sockaddr *addr, int listen_fd, const struct web_context *ctx,
                          struct http_server **ret) {
+        unsigned max_conn = ctx->max_connections ? ctx->max_connections : HTTP_DEFAULT_MAX_CONNECTIONS;
+        unsigned timeout_s = ctx->connection_timeout_s ? ctx->connection_timeout_s : HTTP_DEFAULT_CONNECTION_TIMEOUT_S;
+        size_t mem = ctx->max_request_bytes ? ctx->max_request_bytes : HTTP_DEFAULT_MAX_REQUEST_BYTES;
+        bool tls = ctx->tls_cert_file && *ctx->tls_cert_file;
+        static const struct sockaddr unknown = { .sa_family = AF_UNSPEC };
+        const struct sockaddr *addr_seen = addr ? addr : &unknown;
+        int r;
+
         struct http_server *srv = calloc(1, sizeof(*srv));
         if (!srv)
                 return -ENOMEM;
         srv->ctx = ctx;
+        if (tls) {
+                if ((r = read_pem(ctx->tls_cert_file, &srv->tls_cert)) < 0) {
+                        log_error("reading tls_cert %s: %s", ctx->tls_cert_file, strerror(-r));
+                        r = -EINVAL;
+                        goto fail;
+                }
+                if ((r = read_pem(ctx->tls_key_file, &srv->tls_key)) < 0) {
+                        log_error("reading tls_key %s: %s", ctx->tls_key_file, strerror(-r));
+                        r = -EINVAL;
+                        goto fail;
+                }
+        }
+        struct sockaddr_storage bound;
+        socklen_t bound_len = sizeof(bound);
+        if (!addr && getsockname(listen_fd, (struct sockaddr *) &bound, &bound_len) == 0)
+                addr_seen = (const struct sockaddr *) &bound;
+        if (!is_loopback(addr_seen) && !tls && !ctx->auth)
+                log_warning("serving on a non-loopback address without TLS or authentication: "
+                            "anyone who can reach it can read the metrics; set tls_cert/tls_key and "
+                            "basic_auth_users or bearer_token_file");
+        else if (!is_loopback(addr_seen) && !tls)
+                log_warning("serving on a non-loopback address without TLS: credentials travel in clear text");
+        raise_fd_limit(max_conn);
+
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
         if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        /* The two options take different argument types, hence two calls;
-         * the logger goes first so that libmicrohttpd uses it from the start. */
-        if (addr)
-                srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-                                            MHD_OPTION_SOCK_ADDR, addr,
-                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
-                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
-                                            MHD_OPTION_END);
-        else
-                srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-                                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_fd,
-                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned) THREADS,
-                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned) CONNECTIONS_MAX,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_S,
-                                            MHD_OPTION_END);
+        if (tls)
+                flags |= MHD_USE_TLS;
+        /* Where to listen and the TLS credentials go in as an option array,
+         * so that one call covers every case; the logger goes first so that
+         * libmicrohttpd uses it from the start. */
+        struct MHD_OptionItem options[] = {
+                addr ? (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *) addr }
+                     : (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL },
+                { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->tls_cert },
+                { MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key },
+                { MHD_OPTION_END, 0, NULL },
+        };
+        srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+                                    MHD_OPTION_ARRAY, options,
+                                    MHD_OPTION_THREAD_POOL_SIZE, (unsigned) HTTP_THREADS,
+                                    MHD_OPTION_CONNECTION_LIMIT, max_conn,
+                                    MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+                                    MHD_OPTION_END);
         if (!srv->mhd) {
                 int err = errno;
-                free(srv);
-                return err == EADDRINUSE || err == EACCES ? -err : -EIO;
+                if (tls)
+                        log_error("starting HTTPS failed; check that tls_cert and tls_key are a matching PEM pair");
+                r = err == EADDRINUSE || err == EACCES ? -err : -EIO;
+                goto fail;
         }
         *ret = srv;
         return 0;
+fail:
+        http_stop(srv);
+        return r;
 }
 
 int http_start(const struct sockaddr *addr, socklen_t addr_len, const struct web_context *ctx,
@@ -254,11 +534,4 @@ int http_start_fd(int listen_fd, const struct web_context *ctx, struct http_serv
 uint16_t http_port(const struct http_server *srv) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
         return info ? info->port : 0;
-}
-
-void http_stop(struct http_server *srv) {
-        if (!srv)
-                return;
-        MHD_stop_daemon(srv->mhd);
-        free(srv);
 }

@@ -4,14 +4,24 @@
  * (the snapshot slot, the store's query path). */
 #pragma once
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "collectors/collector.h"
 #include "daemon/snapshot.h"
 #include "storage/store.h"
+#include "web/auth.h"
 #include "web/buf.h"
 #include "web/expo.h"
+
+/* Defaults for the limits a web_context leaves at zero. */
+#define HTTP_DEFAULT_MAX_CONNECTIONS 2048
+#define HTTP_DEFAULT_CONNECTION_TIMEOUT_S 10
+#define HTTP_DEFAULT_MAX_REQUEST_BYTES (16 * 1024)
+#define HTTP_MAX_URL_BYTES 4096 /* path plus query string; longer gets 414 */
+#define HTTP_THREADS 2          /* the concurrency cap: requests served at once */
 
 struct web_context {
         const char *web_root;
@@ -26,6 +36,17 @@ struct web_context {
         double time_scale;                 /* simulated seconds per wall second */
         int64_t started_ms;                /* Unix ms when the daemon started */
         struct collector *admin;           /* the backend web/admin.c pokes; NULL when admin is off */
+
+        /* Security and limits. Numbers left at 0 take the defaults above. */
+        const char *tls_cert_file;         /* PEM; with tls_key_file, serve HTTPS */
+        const char *tls_key_file;
+        struct auth *auth;                 /* NULL: no authentication */
+        bool healthz_open;                 /* /healthz answers without credentials */
+        const char *cors_origin;           /* Access-Control-Allow-Origin, NULL or "" for off */
+        unsigned max_connections;
+        unsigned connection_timeout_s;     /* idle time before a connection is closed */
+        size_t max_request_bytes;          /* request line plus headers; past it 414/431 */
+        atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES counters, or NULL */
 };
 
 /* What a handler answers; the server adds the common headers. */
@@ -34,11 +55,15 @@ struct web_reply {
         const char *content_type;
         struct buf body;
         const char *allow; /* Allow header for 405, or NULL */
+        const char *path;  /* in: the request path, for routes matched by prefix */
 };
 
 struct http_server;
 
-/* Binds addr and starts serving. Returns 0, -EADDRINUSE, -EACCES or -EIO. */
+/* Binds addr and starts serving (HTTPS when ctx names a certificate and
+ * key). Logs a warning when addr is not loopback and neither TLS nor
+ * authentication is set up. Returns 0, -EADDRINUSE, -EACCES, -EINVAL (an
+ * unreadable certificate or key) or -EIO. */
 int http_start(const struct sockaddr *addr, socklen_t addr_len, const struct web_context *ctx,
                struct http_server **ret);
 /* Serves on an already bound, listening stream socket (socket activation);

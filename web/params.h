@@ -9,7 +9,8 @@
 #include "storage/store.h"
 
 #define PARAMS_MAX_POINTS 11000
-#define PARAMS_VALUE_MAX 256
+#define PARAMS_VALUE_MAX 256 /* longer values get 400 before any handler runs */
+#define PARAMS_KEY_MAX 64
 
 struct param {
         const char *key;

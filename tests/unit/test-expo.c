@@ -19,7 +19,8 @@ static const struct expo_self self = {
         .collector_names = (const char *const[]){ "backend" },
 };
 
-static char *render(const struct series_desc *series, size_t n, const double *values, const uint8_t *valid) {
+static char *render_format(const struct series_desc *series, size_t n, const double *values, const uint8_t *valid,
+                           enum accept_format format) {
         struct expo *e = NULL;
         struct snapshot *snap = snapshot_new(n);
         struct buf out = { 0 };
@@ -29,12 +30,16 @@ static char *render(const struct series_desc *series, size_t n, const double *va
         memcpy(snap->valid, valid, n);
         snap->timestamp_ms = 1700000000123;
         snap->collector_up[0] = 1;
-        expo_render(e, snap, &self, &out);
+        expo_render(e, snap, &self, format, &out);
         buf_append(&out, "", 1);
         assert_false(out.failed);
         snapshot_unref(snap);
         expo_free(e);
         return out.data;
+}
+
+static char *render(const struct series_desc *series, size_t n, const double *values, const uint8_t *valid) {
+        return render_format(series, n, values, valid, ACCEPT_TEXT);
 }
 
 static void expo_render__families__grouped_with_help_and_type(void **state) {
@@ -125,11 +130,102 @@ static void expo_render__no_snapshot__build_info_only(void **state) {
         struct buf out = { 0 };
 
         assert_int_equal(expo_new(series, 1, &e), 0);
-        expo_render(e, NULL, &self, &out);
+        expo_render(e, NULL, &self, ACCEPT_TEXT, &out);
         buf_append(&out, "", 1);
         assert_null(strstr(out.data, "neuron_device_memory_used_bytes"));
         assert_non_null(strstr(out.data, "neurond_build_info{"));
         buf_free(&out);
+        expo_free(e);
+}
+
+static void expo_render__openmetrics__counter_family_unit_and_eof(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_DMA_BYTES, .label_values = { "0", "host_to_device" } },
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "0" } },
+        };
+        const double values[] = { 42, 0.5 };
+        const uint8_t valid[] = { 1, 1 };
+        char *text = render_format(series, 2, values, valid, ACCEPT_OPENMETRICS);
+
+        /* A counter's family drops _total; its samples keep it. */
+        assert_non_null(strstr(text, "# TYPE neuron_device_dma_bytes counter\n"
+                                     "# UNIT neuron_device_dma_bytes bytes\n"
+                                     "neuron_device_dma_bytes_total{neuron_device=\"0\",direction=\"host_to_device\"} 42\n"));
+        assert_non_null(strstr(text, "# TYPE neuroncore_utilization_ratio gauge\n"
+                                     "# UNIT neuroncore_utilization_ratio ratio\n"));
+        assert_non_null(strstr(text, "# TYPE neurond_build info\nneurond_build_info{"));
+        assert_null(strstr(text, "# TYPE neuron_device_dma_bytes_total"));
+        /* "# EOF" ends the exposition, once. */
+        size_t len = strlen(text);
+        assert_true(len > 6);
+        assert_string_equal(text + len - 6, "# EOF\n");
+        assert_ptr_equal(strstr(text, "# EOF"), text + len - 6);
+        free(text);
+}
+
+static void expo_render__text__no_unit_nor_eof(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_DMA_BYTES, .label_values = { "0", "host_to_device" } },
+        };
+        const double values[] = { 42 };
+        const uint8_t valid[] = { 1 };
+        char *text = render(series, 1, values, valid);
+
+        assert_non_null(strstr(text, "# TYPE neuron_device_dma_bytes_total counter\n"));
+        assert_non_null(strstr(text, "# TYPE neurond_build_info gauge\n"));
+        assert_null(strstr(text, "# UNIT"));
+        assert_null(strstr(text, "# EOF"));
+        free(text);
+}
+
+static void expo_render__self_counters__rendered_by_code(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
+        };
+        static atomic_uint_fast64_t stored = 1234, errors = 2, requests[EXPO_HTTP_CODES];
+        struct expo_self s = self;
+        struct expo *e = NULL;
+        struct buf out = { 0 };
+
+        s.samples_stored = &stored;
+        s.store_errors = &errors;
+        s.http_requests = requests;
+        atomic_store(&requests[expo_http_code_index(200)], 7);
+        atomic_store(&requests[expo_http_code_index(404)], 3);
+        atomic_store(&requests[expo_http_code_index(418)], 1);
+        assert_int_equal(expo_new(series, 1, &e), 0);
+        expo_render(e, NULL, &s, ACCEPT_OPENMETRICS, &out);
+        buf_append(&out, "", 1);
+        assert_non_null(strstr(out.data, "# TYPE neurond_samples_stored counter\nneurond_samples_stored_total 1234\n"));
+        assert_non_null(strstr(out.data, "neurond_store_errors_total 2\n"));
+        assert_non_null(strstr(out.data, "neurond_http_requests_total{code=\"200\"} 7\n"));
+        assert_non_null(strstr(out.data, "neurond_http_requests_total{code=\"404\"} 3\n"));
+        assert_non_null(strstr(out.data, "neurond_http_requests_total{code=\"other\"} 1\n"));
+        assert_null(strstr(out.data, "code=\"500\""));
+        buf_free(&out);
+        expo_free(e);
+}
+
+static void expo_render__collector_down__up_zero(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
+        };
+        struct expo *e = NULL;
+        struct snapshot *snap = snapshot_new(1);
+        struct buf out = { 0 };
+
+        /* What the loop leaves after a failed read: nothing valid, up 0. */
+        snap->values[0] = 0;
+        snap->valid[0] = 0;
+        snap->collector_up[0] = 0;
+        assert_int_equal(expo_new(series, 1, &e), 0);
+        expo_render(e, snap, &self, ACCEPT_TEXT, &out);
+        buf_append(&out, "", 1);
+        assert_non_null(strstr(out.data, "neurond_collector_up{collector=\"backend\"} 0\n"));
+        assert_null(strstr(out.data, "neuron_device_memory_used_bytes{"));
+        assert_null(strstr(out.data, "NaN"));
+        buf_free(&out);
+        snapshot_unref(snap);
         expo_free(e);
 }
 
@@ -140,6 +236,10 @@ int main(void) {
                 cmocka_unit_test(expo_render__label_value__escaped),
                 cmocka_unit_test(buf_double__values__shortest_round_trip),
                 cmocka_unit_test(expo_render__no_snapshot__build_info_only),
+                cmocka_unit_test(expo_render__openmetrics__counter_family_unit_and_eof),
+                cmocka_unit_test(expo_render__text__no_unit_nor_eof),
+                cmocka_unit_test(expo_render__self_counters__rendered_by_code),
+                cmocka_unit_test(expo_render__collector_down__up_zero),
         };
         return cmocka_run_group_tests_name("expo", tests, NULL, NULL);
 }
