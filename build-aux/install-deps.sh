@@ -7,7 +7,7 @@ set -eu
 build_packages="build-essential autoconf automake libtool pkg-config
   libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev"
 test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
-  clang libclang-rt-14-dev mandoc systemd python3 python3-yaml"
+  clang libclang-rt-14-dev mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light"
 
 packages=$build_packages
 case "${1:-}" in

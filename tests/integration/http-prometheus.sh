@@ -1,0 +1,74 @@
+#!/bin/sh
+# A real Prometheus server scrapes neurond over HTTPS with basic auth, the
+# way README.md tells users to set it up, every second for 32 s; then its
+# own API must show up == 1 and every core's neuroncore_utilization_ratio.
+. "$(dirname "$0")/lib.sh"
+need curl
+need openssl
+need prometheus
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || skip "python3 is not installed"
+PROM_PID=
+trap 'if [ -n "$PROM_PID" ]; then kill -KILL "$PROM_PID" 2>/dev/null || true; fi; cleanup' EXIT
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+  -keyout "$TEST_TMP/key.pem" -out "$TEST_TMP/cert.pem" >"$TEST_TMP/openssl.log" 2>&1 ||
+  fail "openssl: $(cat "$TEST_TMP/openssl.log")"
+hash=$("$PYTHON" -W ignore -c 'import crypt; print(crypt.crypt("scrape-pw", crypt.mksalt(crypt.METHOD_BLOWFISH)))') ||
+  skip "python3 has no crypt module"
+printf 'prometheus:%s\n' "$hash" >"$TEST_TMP/users"
+printf 'scrape-pw\n' >"$TEST_TMP/password"
+cat >"$TEST_TMP/neurond.conf" <<CONF
+[neurond]
+tls_cert = $TEST_TMP/cert.pem
+tls_key = $TEST_TMP/key.pem
+basic_auth_users = $TEST_TMP/users
+CONF
+start_daemon --backend model:trn1.32xlarge,seed=9 --config "$TEST_TMP/neurond.conf"
+
+prom_port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$TEST_TMP/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: neurond
+    scheme: https
+    tls_config:
+      ca_file: $TEST_TMP/cert.pem
+    basic_auth:
+      username: prometheus
+      password_file: $TEST_TMP/password
+    static_configs:
+      - targets: ['127.0.0.1:$PORT']
+YML
+prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1 &
+PROM_PID=$!
+prom="http://127.0.0.1:$prom_port"
+
+# query EXPR: the first result's value, or empty.
+query() {
+  curl -sS --max-time 10 --get --data-urlencode "query=$1" "$prom/api/v1/query" | "$PYTHON" -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if r else "")'
+}
+
+sleep 32
+kill -0 "$PROM_PID" 2>/dev/null || fail "prometheus died: $(tail -n 5 "$TEST_TMP/prometheus.log")"
+up=$(query 'up{job="neurond"}')
+[ "$up" = 1 ] || fail "up is '$up'; targets: $(curl -sS --max-time 10 "$prom/api/v1/targets")"
+cores=$(query 'count(count by (neuron_device, neuroncore) (neuroncore_utilization_ratio{job="neurond"}))')
+[ "$cores" = 32 ] || fail "Prometheus has $cores cores of neuroncore_utilization_ratio, expected 32"
+scrapes=$(query 'count_over_time(up{job="neurond"}[40s])')
+[ "${scrapes:-0}" -ge 2 ] || fail "only '$scrapes' scrapes recorded"
+# The counter family arrived through OpenMetrics with its _total samples.
+dma=$(query 'count(neuron_device_dma_bytes_total{job="neurond"})')
+[ -n "$dma" ] && [ "$dma" -gt 0 ] || fail "no neuron_device_dma_bytes_total in Prometheus"
+kill -TERM "$PROM_PID"
+wait "$PROM_PID" || true
+PROM_PID=
+stop_daemon
+echo "PASS: up=1, $cores cores, $scrapes scrapes in 40 s"

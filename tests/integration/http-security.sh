@@ -1,0 +1,98 @@
+#!/bin/sh
+# Security: HTTPS with a self-signed certificate, basic auth against bcrypt
+# hashes, bearer tokens, an open /healthz, static files confined to the web
+# root, ETag revalidation, and the 414/431 request limits.
+. "$(dirname "$0")/lib.sh"
+need curl
+need openssl
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || skip "python3 is not installed"
+
+# --- Static files: traversal refused in every spelling; ETag and headers.
+mkdir -p "$TEST_TMP/root/sub" "$TEST_TMP/outside"
+cp "$WEB_ROOT/index.html" "$WEB_ROOT/app.js" "$WEB_ROOT/style.css" "$TEST_TMP/root/"
+echo secret >"$TEST_TMP/outside/secret.txt"
+echo inside >"$TEST_TMP/root/sub/ok.txt"
+ln -s "$TEST_TMP/outside/secret.txt" "$TEST_TMP/root/link.txt"
+ln -s "$TEST_TMP/outside" "$TEST_TMP/root/linkdir"
+NEUROND_ROOT="$TEST_TMP/root"
+"$NEUROND" --listen 127.0.0.1:0 --web-root "$NEUROND_ROOT" --db "$TEST_TMP/neurond.db" \
+  --backend model:trn1.2xlarge >"$TEST_TMP/daemon.log" 2>&1 &
+DAEMON_PID=$!
+i=0
+while ! PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$TEST_TMP/daemon.log" | grep .); do
+  [ $i -lt 100 ] || fail "no port"
+  sleep 0.1
+  i=$((i + 1))
+done
+[ "$(http /sub/ok.txt)" = inside ] || fail "a file in a subdirectory is not served"
+for path in /../outside/secret.txt /sub/../../outside/secret.txt /%2e%2e/outside/secret.txt \
+  /sub/%2E%2E/%2e%2e/outside/secret.txt /..%2foutside/secret.txt /link.txt /linkdir/secret.txt \
+  '/sub/..\..\outside/secret.txt' /.hidden //etc/passwd; do
+  code=$(http_status "$path" --path-as-is)
+  [ "$code" = 404 ] || fail "$path answered $code"
+  curl -sS --max-time 10 --path-as-is "http://127.0.0.1:$PORT$path" | grep -qx secret && fail "$path leaked the file"
+done
+curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "http://127.0.0.1:$PORT/app.js"
+etag=$(sed -n 's/^[Ee][Tt]ag: \(.*\)\r$/\1/p' "$TEST_TMP/h")
+[ -n "$etag" ] || fail "no ETag on a static file"
+grep -qi '^cache-control: no-cache' "$TEST_TMP/h" || fail "static Cache-Control"
+grep -qi '^x-content-type-options: nosniff' "$TEST_TMP/h" || fail "no nosniff"
+grep -qi "^content-security-policy: default-src 'none'" "$TEST_TMP/h" || fail "no CSP"
+[ "$(http_status /app.js -H "If-None-Match: $etag")" = 304 ] || fail "If-None-Match did not give 304"
+[ "$(http_status /app.js -H 'If-None-Match: "other"')" = 200 ] || fail "a stale ETag did not give 200"
+
+# --- Limits: a long URL is 414, huge headers 431, and the server lives on.
+long=$(head -c 20000 /dev/zero | tr '\0' a)
+[ "$(http_status "/api/v1/latest?q=$long")" = 414 ] || fail "a 20 kB URL is not 414"
+mid=$(head -c 5000 /dev/zero | tr '\0' a)
+[ "$(http_status "/api/v1/latest?q=$mid")" = 414 ] || fail "a 5 kB URL is not 414"
+[ "$(http_status /healthz -H "X-Filler: $long")" = 431 ] || fail "a 20 kB header is not 431"
+[ "$(http_status /healthz)" = 200 ] || fail "server unhealthy after oversized requests"
+stop_daemon
+
+# --- TLS and authentication.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+  -keyout "$TEST_TMP/key.pem" -out "$TEST_TMP/cert.pem" >"$TEST_TMP/openssl.log" 2>&1 ||
+  fail "openssl: $(cat "$TEST_TMP/openssl.log")"
+hash=$("$PYTHON" -W ignore -c 'import crypt; print(crypt.crypt("hunter2", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 6)))') ||
+  skip "python3 has no crypt module"
+printf 'prometheus:%s\n' "$hash" >"$TEST_TMP/users"
+printf 'tok-%s\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$TEST_TMP/token"
+cat >"$TEST_TMP/secure.conf" <<CONF
+[neurond]
+tls_cert = $TEST_TMP/cert.pem
+tls_key = $TEST_TMP/key.pem
+basic_auth_users = $TEST_TMP/users
+bearer_token_file = $TEST_TMP/token
+healthz_open = true
+CONF
+start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/secure.conf"
+url="https://127.0.0.1:$PORT"
+tls() {
+  curl -sS --max-time 10 --cacert "$TEST_TMP/cert.pem" -o "$TEST_TMP/body" -w '%{http_code}' "$@"
+}
+[ "$(tls "$url/metrics")" = 401 ] || fail "no credentials: not 401"
+grep -q '"errorType":"unauthorized"' "$TEST_TMP/body" || fail "401 body"
+[ "$(tls -u prometheus:hunter2 "$url/metrics")" = 200 ] || fail "right password refused"
+grep -q '^neuroncore_utilization_ratio{' "$TEST_TMP/body" || fail "no metrics over TLS"
+[ "$(tls -u prometheus:hunter2 "$url/metrics")" = 200 ] || fail "right password refused the second time"
+[ "$(tls -u prometheus:hunter3 "$url/metrics")" = 401 ] || fail "wrong password accepted"
+[ "$(tls -u grafana:hunter2 "$url/metrics")" = 401 ] || fail "unknown user accepted"
+[ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")" "$url/api/v1/status")" = 200 ] || fail "token refused"
+[ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")x" "$url/api/v1/status")" = 401 ] || fail "bad token accepted"
+[ "$(tls "$url/healthz")" = 200 ] || fail "healthz_open: /healthz needs credentials"
+[ "$(tls "$url/")" = 401 ] || fail "the dashboard is open without credentials"
+# The certificate is the one we made, and plain HTTP is not spoken.
+curl -sS --max-time 10 "$url/healthz" >/dev/null 2>&1 && fail "an unknown CA was trusted"
+curl -sS --max-time 5 "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && fail "plain HTTP answered on the TLS port"
+stop_daemon
+
+# A certificate without its key is a configuration error.
+printf '[neurond]\ntls_cert = %s\n' "$TEST_TMP/cert.pem" >"$TEST_TMP/half.conf"
+status=0
+"$NEUROND" --config "$TEST_TMP/half.conf" --check-config >"$TEST_TMP/check.out" 2>&1 || status=$?
+[ "$status" -eq 2 ] || fail "tls_cert without tls_key: exit $status"
+grep -q 'tls_cert and tls_key' "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/check.out")"
+echo PASS
