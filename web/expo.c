@@ -245,28 +245,39 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_puts(out, "\n");
 }
 
-void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
-                 enum accept_format format, struct buf *out) {
+void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,
+                        struct buf *out) {
         int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
 
-        /* Names and labels are known; a value takes at most 24 bytes. Headers
-         * and self metrics fit in the constant. One reservation, no regrowth. */
-        buf_reserve(out, e->prefix_total + e->n_series * 25 + e->header_total + 4096);
-        if (snap && snap->n == e->n_series) {
-                for (size_t k = 0; k < e->n_families; k++) {
-                        const struct expo_family *fam = &e->families[k];
-                        buf_append(out, fam->header[f], fam->header_len[f]);
-                        for (size_t j = fam->first; j < fam->first + fam->count; j++) {
-                                size_t i = e->order[j];
-                                if (!snap->valid[i])
-                                        continue;
-                                buf_append(out, e->prefixes[i], e->prefix_lens[i]);
-                                buf_double(out, snap->values[i]);
-                                buf_append(out, "\n", 1);
-                        }
+        if (!snap || snap->n != e->n_series)
+                return;
+        /* Names and labels are known; a value takes at most 24 bytes. One
+         * reservation, no regrowth. */
+        buf_reserve(out, e->prefix_total + e->n_series * 25 + e->header_total);
+        for (size_t k = 0; k < e->n_families; k++) {
+                const struct expo_family *fam = &e->families[k];
+                buf_append(out, fam->header[f], fam->header_len[f]);
+                for (size_t j = fam->first; j < fam->first + fam->count; j++) {
+                        size_t i = e->order[j];
+                        if (!snap->valid[i])
+                                continue;
+                        buf_append(out, e->prefixes[i], e->prefix_lens[i]);
+                        buf_double(out, snap->values[i]);
+                        buf_append(out, "\n", 1);
                 }
         }
+}
+
+void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
+                      struct buf *out) {
+        buf_reserve(out, 4096);
         render_self(snap, self, format, out);
         if (format == ACCEPT_OPENMETRICS)
                 buf_puts(out, "# EOF\n");
+}
+
+void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
+                 enum accept_format format, struct buf *out) {
+        expo_render_series(e, snap, format, out);
+        expo_render_self(snap, self, format, out);
 }

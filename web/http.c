@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,10 +29,20 @@
 #define CSP "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " \
             "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
+/* The series half of /metrics, rendered once per tick, format and
+ * encoding, and shared by every scrape of that tick. */
+struct rendered {
+        atomic_int refs;
+        uint64_t tick;
+        struct buf body;
+};
+
 struct http_server {
         struct MHD_Daemon *mhd;
         const struct web_context *ctx;
         char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
+        pthread_mutex_t cache_lock;
+        struct rendered *cache[2][2]; /* [accept_format][gzip] */
 };
 
 void web_reply_error(struct web_reply *reply, unsigned status, const char *error_type, const char *fmt, ...) {
@@ -72,12 +83,14 @@ static enum MHD_Result queue(struct MHD_Connection *conn, const struct web_conte
 }
 
 /* gzip (RFC 1952) of in into out, at the fastest level: a scrape is
- * repetitive text, and level 1 already shrinks it about tenfold. */
+ * repetitive text, and level 1 already shrinks it about tenfold. A small
+ * input gets a small window and hash, so compressing it allocates little. */
 static int gzip_buf(const struct buf *in, struct buf *out) {
         z_stream zs = { 0 };
+        bool small = in->len < 8192;
         int r = 0;
 
-        if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, (small ? 10 : 15) + 16, small ? 2 : 8, Z_DEFAULT_STRATEGY) != Z_OK)
                 return -ENOMEM;
         uLong bound = deflateBound(&zs, (uLong) in->len) + 32;
         if (!buf_reserve(out, bound)) {
@@ -234,16 +247,120 @@ static enum MHD_Result serve_static(struct MHD_Connection *conn, const struct we
         return queue(conn, ctx, status, resp, mime_type(rel));
 }
 
-static enum MHD_Result serve_metrics(struct MHD_Connection *conn, const struct web_context *ctx) {
+static void rendered_unref(struct rendered *r) {
+        if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+                buf_free(&r->body);
+                free(r);
+        }
+}
+
+/* A reference to the series half of /metrics for snap, rendered now unless
+ * another scrape of the same tick already did. NULL when out of memory. */
+static struct rendered *cached_series(struct http_server *srv, const struct snapshot *snap, enum accept_format format,
+                                      bool gzip) {
+        struct rendered *r, *old = NULL;
+
+        pthread_mutex_lock(&srv->cache_lock);
+        r = srv->cache[format][gzip];
+        if (r && r->tick == snap->tick)
+                atomic_fetch_add(&r->refs, 1);
+        else
+                r = NULL;
+        pthread_mutex_unlock(&srv->cache_lock);
+        if (r)
+                return r;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        atomic_init(&r->refs, 1);
+        r->tick = snap->tick;
+        expo_render_series(srv->ctx->expo, snap, format, &r->body);
+        if (gzip && !r->body.failed) {
+                struct buf z = { 0 };
+                if (gzip_buf(&r->body, &z) < 0)
+                        z.failed = true;
+                buf_free(&r->body);
+                r->body = z;
+        }
+        if (r->body.failed) {
+                rendered_unref(r);
+                return NULL;
+        }
+        pthread_mutex_lock(&srv->cache_lock);
+        struct rendered **slot = &srv->cache[format][gzip];
+        if (!*slot || (*slot)->tick < r->tick) {
+                old = *slot;
+                atomic_fetch_add(&r->refs, 1);
+                *slot = r;
+        }
+        pthread_mutex_unlock(&srv->cache_lock);
+        rendered_unref(old);
+        return r;
+}
+
+struct metrics_body {
+        struct rendered *series; /* shared, or NULL before the first tick */
+        struct buf self;         /* this request's own part */
+};
+
+static void metrics_body_free(void *cls) {
+        struct metrics_body *m = cls;
+        rendered_unref(m->series);
+        buf_free(&m->self);
+        free(m);
+}
+
+/* /metrics: the cached series half, then neurond's own metrics rendered
+ * for this request. Compressed, the two halves are two gzip members, which
+ * RFC 1952 allows and every client library reads as one stream. */
+static enum MHD_Result serve_metrics(struct MHD_Connection *conn, struct http_server *srv) {
+        const struct web_context *ctx = srv->ctx;
         enum accept_format format =
                 accept_format(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
-        struct web_reply reply = { .status = 200 };
+        bool gzip = accept_gzip(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+        struct metrics_body *m = calloc(1, sizeof(*m));
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        bool failed = !m;
 
-        expo_render(ctx->expo, snap, &ctx->self, format, &reply.body);
+        if (m && snap) {
+                m->series = cached_series(srv, snap, format, gzip);
+                failed = !m->series;
+        }
+        if (m && !failed) {
+                expo_render_self(snap, &ctx->self, format, &m->self);
+                if (gzip && !m->self.failed) {
+                        struct buf z = { 0 };
+                        if (gzip_buf(&m->self, &z) < 0)
+                                z.failed = true;
+                        buf_free(&m->self);
+                        m->self = z;
+                }
+                failed = m->self.failed;
+        }
         snapshot_unref(snap);
-        reply.content_type = format == ACCEPT_OPENMETRICS ? EXPO_OPENMETRICS_CONTENT_TYPE : EXPO_CONTENT_TYPE;
-        return send_reply(conn, ctx, &reply);
+        if (failed) {
+                if (m)
+                        metrics_body_free(m);
+                struct web_reply reply = { 0 };
+                web_reply_error(&reply, 500, "internal", "out of memory");
+                return send_reply(conn, ctx, &reply);
+        }
+        struct MHD_IoVec iov[2] = {
+                { .iov_base = m->series ? m->series->body.data : "", .iov_len = m->series ? m->series->body.len : 0 },
+                { .iov_base = m->self.data, .iov_len = m->self.len },
+        };
+        struct MHD_Response *resp = MHD_create_response_from_iovec(iov, 2, metrics_body_free, m);
+        if (!resp) {
+                metrics_body_free(m);
+                return MHD_NO;
+        }
+        if (gzip)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        return queue(conn, ctx, 200, resp,
+                     format == ACCEPT_OPENMETRICS ? EXPO_OPENMETRICS_CONTENT_TYPE : EXPO_CONTENT_TYPE);
 }
 
 struct param_collector {
@@ -318,7 +435,7 @@ static enum MHD_Result send_preflight(struct MHD_Connection *conn, const struct 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
-        const struct http_server *srv = cls;
+        struct http_server *srv = cls;
         const struct web_context *ctx = srv->ctx;
         struct web_reply reply = { .path = url };
 
@@ -348,7 +465,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!authorized(conn, ctx, url))
                 return send_unauthorized(conn, ctx);
         if (strcmp(url, "/metrics") == 0)
-                return serve_metrics(conn, ctx);
+                return serve_metrics(conn, srv);
         api_handler handler = api_route(url);
         if (!handler) {
                 if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0) {
@@ -436,6 +553,10 @@ void http_stop(struct http_server *srv) {
                 return;
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd);
+        for (int f = 0; f < 2; f++)
+                for (int z = 0; z < 2; z++)
+                        rendered_unref(srv->cache[f][z]);
+        pthread_mutex_destroy(&srv->cache_lock);
         if (srv->tls_key)
                 explicit_bzero(srv->tls_key, strlen(srv->tls_key));
         free(srv->tls_key);
@@ -459,6 +580,7 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         if (!srv)
                 return -ENOMEM;
         srv->ctx = ctx;
+        pthread_mutex_init(&srv->cache_lock, NULL);
         if (tls) {
                 if ((r = read_pem(ctx->tls_cert_file, &srv->tls_cert)) < 0) {
                         log_error("reading tls_cert %s: %s", ctx->tls_cert_file, strerror(-r));

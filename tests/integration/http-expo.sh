@@ -68,6 +68,12 @@ enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -o "$TEST_TMP/gz" -w '%h
 [ "$enc" = "gzip" ] || fail "no gzip for Accept-Encoding: gzip (got '$enc')"
 gzip -t "$TEST_TMP/gz" || fail "the gzip body is not valid gzip"
 gunzip -c "$TEST_TMP/gz" | grep -q '^neuroncore_utilization_ratio{' || fail "gzip body lacks the metrics"
+# The series and neurond's own metrics travel as two gzip members: one stream.
+curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -H "Accept: $PROM_ACCEPT" -o "$TEST_TMP/omgz" "$base/metrics"
+[ "$(gunzip -c "$TEST_TMP/omgz" | tail -n 1)" = "# EOF" ] || fail "gzip OpenMetrics does not end with # EOF"
+gunzip -c "$TEST_TMP/omgz" | grep -q '^neuroncore_utilization_ratio{' || fail "gzip OpenMetrics lacks the series"
+"$PYTHON" -c 'import gzip, sys; from prometheus_client.openmetrics.parser import text_string_to_metric_families as p
+list(p(gzip.decompress(open(sys.argv[1], "rb").read()).decode()))' "$TEST_TMP/omgz" || fail "gzip OpenMetrics does not parse"
 enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip;q=0, identity' -o /dev/null -w '%header{content-encoding}' "$base/metrics")
 [ -z "$enc" ] || fail "gzip sent although refused"
 
