@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
                 .cors_origin = settings.cors_origin,
                 .max_connections = settings.max_connections,
                 .connection_timeout_s = settings.connection_timeout_s,
-                .max_request_bytes = settings.max_request_bytes,
+                .max_header_bytes = settings.max_header_bytes,
                 .http_requests = http_requests,
         };
         /* The first tick runs before the server starts, so /metrics never

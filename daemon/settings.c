@@ -189,12 +189,12 @@ static int settings_apply_http(struct settings *s, const char *key, const char *
                         return -EINVAL;
                 }
                 s->connection_timeout_s = (unsigned) (ms / 1000);
-        } else if (strcmp(key, "max_request_bytes") == 0) {
-                if (parse_uint(value, 4096, 1048576, &v) < 0) {
-                        snprintf(err, errlen, "max_request_bytes: '%s' is not a number from 4096 to 1048576", value);
+        } else if (strcmp(key, "max_header_bytes") == 0) {
+                if (parse_uint(value, 1024, 1048576, &v) < 0) {
+                        snprintf(err, errlen, "max_header_bytes: '%s' is not a number from 1024 to 1048576", value);
                         return -EINVAL;
                 }
-                s->max_request_bytes = v;
+                s->max_header_bytes = v;
         } else {
                 return -ENOENT;
         }

@@ -51,7 +51,7 @@ struct settings {
         char cors_origin[256];           /* Access-Control-Allow-Origin value */
         unsigned max_connections;
         unsigned connection_timeout_s;
-        size_t max_request_bytes;
+        size_t max_header_bytes;
 };
 
 /* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.

@@ -43,6 +43,7 @@ struct http_server {
         char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
         pthread_mutex_t cache_lock;
         struct rendered *cache[2][2]; /* [accept_format][gzip] */
+        size_t max_header_bytes;
 };
 
 void web_reply_error(struct web_reply *reply, unsigned status, const char *error_type, const char *fmt, ...) {
@@ -381,6 +382,12 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
         return MHD_YES;
 }
 
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        size_t *total = cls;
+        *total += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+        return MHD_YES;
+}
+
 /* Whether the request may proceed: no authentication configured, an open
  * /healthz, a valid bearer token, or valid basic credentials. */
 static bool authorized(struct MHD_Connection *conn, const struct web_context *ctx, const char *url) {
@@ -460,6 +467,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &pc);
         if (strlen(url) + pc.bytes > HTTP_MAX_URL_BYTES) {
                 web_reply_error(&reply, 414, "bad_data", "the URL is longer than %d bytes", HTTP_MAX_URL_BYTES);
+                return send_reply(conn, ctx, &reply);
+        }
+        size_t header_bytes = 0;
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &header_bytes);
+        if (header_bytes > srv->max_header_bytes) {
+                web_reply_error(&reply, 431, "bad_data", "the request headers are longer than %zu bytes",
+                                srv->max_header_bytes);
                 return send_reply(conn, ctx, &reply);
         }
         if (!authorized(conn, ctx, url))
@@ -570,7 +584,7 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
                          struct http_server **ret) {
         unsigned max_conn = ctx->max_connections ? ctx->max_connections : HTTP_DEFAULT_MAX_CONNECTIONS;
         unsigned timeout_s = ctx->connection_timeout_s ? ctx->connection_timeout_s : HTTP_DEFAULT_CONNECTION_TIMEOUT_S;
-        size_t mem = ctx->max_request_bytes ? ctx->max_request_bytes : HTTP_DEFAULT_MAX_REQUEST_BYTES;
+        size_t mem = ctx->max_header_bytes ? ctx->max_header_bytes : HTTP_DEFAULT_MAX_HEADER_BYTES;
         bool tls = ctx->tls_cert_file && *ctx->tls_cert_file;
         static const struct sockaddr unknown = { .sa_family = AF_UNSPEC };
         const struct sockaddr *addr_seen = addr ? addr : &unknown;
@@ -580,6 +594,7 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         if (!srv)
                 return -ENOMEM;
         srv->ctx = ctx;
+        srv->max_header_bytes = mem;
         pthread_mutex_init(&srv->cache_lock, NULL);
         if (tls) {
                 if ((r = read_pem(ctx->tls_cert_file, &srv->tls_cert)) < 0) {
@@ -626,7 +641,10 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
                                     MHD_OPTION_THREAD_POOL_SIZE, (unsigned) HTTP_THREADS,
                                     MHD_OPTION_CONNECTION_LIMIT, max_conn,
                                     MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+                                    /* Room for the largest request we answer ourselves, with
+                                     * a clean JSON 414/431, plus the response headers; past
+                                     * it libmicrohttpd answers 414/431 itself. */
+                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem + HTTP_MAX_URL_BYTES + 16384,
                                     MHD_OPTION_END);
         if (!srv->mhd) {
                 int err = errno;

@@ -19,7 +19,7 @@
 /* Defaults for the limits a web_context leaves at zero. */
 #define HTTP_DEFAULT_MAX_CONNECTIONS 2048
 #define HTTP_DEFAULT_CONNECTION_TIMEOUT_S 10
-#define HTTP_DEFAULT_MAX_REQUEST_BYTES (16 * 1024)
+#define HTTP_DEFAULT_MAX_HEADER_BYTES 8192
 #define HTTP_MAX_URL_BYTES 4096 /* path plus query string; longer gets 414 */
 #define HTTP_THREADS 2          /* the concurrency cap: requests served at once */
 
@@ -45,7 +45,7 @@ struct web_context {
         const char *cors_origin;           /* Access-Control-Allow-Origin, NULL or "" for off */
         unsigned max_connections;
         unsigned connection_timeout_s;     /* idle time before a connection is closed */
-        size_t max_request_bytes;          /* request line plus headers; past it 414/431 */
+        size_t max_header_bytes;           /* request headers; past it 431 */
         atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES counters, or NULL */
 };
 

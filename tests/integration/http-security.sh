@@ -42,12 +42,18 @@ grep -qi "^content-security-policy: default-src 'none'" "$TEST_TMP/h" || fail "n
 [ "$(http_status /app.js -H "If-None-Match: $etag")" = 304 ] || fail "If-None-Match did not give 304"
 [ "$(http_status /app.js -H 'If-None-Match: "other"')" = 200 ] || fail "a stale ETag did not give 200"
 
-# --- Limits: a long URL is 414, huge headers 431, and the server lives on.
+# --- Limits: long URLs are 414 and big headers 431, in JSON up to the
+# connection's memory limit and from libmicrohttpd past it; the server lives on.
+limit() {
+  curl -sS --max-time 10 -o /dev/null -w '%{http_code} %{content_type}' "$@"
+}
 long=$(head -c 20000 /dev/zero | tr '\0' a)
-[ "$(http_status "/api/v1/latest?q=$long")" = 414 ] || fail "a 20 kB URL is not 414"
 mid=$(head -c 5000 /dev/zero | tr '\0' a)
-[ "$(http_status "/api/v1/latest?q=$mid")" = 414 ] || fail "a 5 kB URL is not 414"
-[ "$(http_status /healthz -H "X-Filler: $long")" = 431 ] || fail "a 20 kB header is not 431"
+[ "$(limit "http://127.0.0.1:$PORT/api/v1/latest?q=$mid")" = "414 application/json" ] || fail "a 5 kB URL"
+[ "$(limit "http://127.0.0.1:$PORT/api/v1/latest?q=$long")" = "414 application/json" ] || fail "a 20 kB URL"
+[ "$(limit -H "X-Filler: $mid$mid" "http://127.0.0.1:$PORT/healthz")" = "431 application/json" ] || fail "10 kB of headers"
+[ "$(http_status "/api/v1/latest?q=$long$long$long")" = 414 ] || fail "a 60 kB URL is not 414"
+[ "$(http_status /healthz -H "X-Filler: $long$long")" = 431 ] || fail "40 kB of headers is not 431"
 [ "$(http_status /healthz)" = 200 ] || fail "server unhealthy after oversized requests"
 stop_daemon
 
