@@ -178,6 +178,52 @@ static void settings_load__bad_config__names_file_and_line(void **state) {
         }
 }
 
+static void settings_load__http_keys__parsed_and_checked(void **state) {
+        char *path = write_config("[neurond]\n"
+                                  "tls_cert = /etc/neurond/cert.pem\n"
+                                  "tls_key = /etc/neurond/key.pem\n"
+                                  "basic_auth_users = /etc/neurond/users\n"
+                                  "bearer_token_file = /etc/neurond/token\n"
+                                  "healthz_open = true\n"
+                                  "cors_origin = https://grafana.example\n"
+                                  "max_connections = 100\n"
+                                  "connection_timeout = 1m\n"
+                                  "max_header_bytes = 4096\n");
+        char *argv[] = { "neurond", "--config", path, NULL };
+        struct settings s;
+        char err[256];
+
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_string_equal(s.tls_cert, "/etc/neurond/cert.pem");
+        assert_string_equal(s.tls_key, "/etc/neurond/key.pem");
+        assert_string_equal(s.basic_auth_users, "/etc/neurond/users");
+        assert_string_equal(s.bearer_token_file, "/etc/neurond/token");
+        assert_true(s.healthz_open);
+        assert_string_equal(s.cors_origin, "https://grafana.example");
+        assert_int_equal(s.max_connections, 100);
+        assert_int_equal(s.connection_timeout_s, 60);
+        assert_int_equal(s.max_header_bytes, 4096);
+        unlink(path);
+
+        struct {
+                const char *text, *needle;
+        } cases[] = {
+                { "tls_cert = /a.pem\n", "tls_cert and tls_key must be given together" },
+                { "tls_key = /a.pem\n", "tls_cert and tls_key must be given together" },
+                { "healthz_open = maybe\n", ":1: healthz_open: 'maybe'" },
+                { "max_connections = 5\n", ":1: max_connections: '5'" },
+                { "max_connections = lots\n", ":1: max_connections: 'lots'" },
+                { "connection_timeout = 500ms\n", ":1: connection_timeout: '500ms'" },
+                { "max_header_bytes = 99999999\n", ":1: max_header_bytes: '99999999'" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                path = write_config(cases[i].text);
+                char *bad[] = { "neurond", "-c", path, NULL };
+                expect_error(bad, cases[i].needle);
+                unlink(path);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(settings_parse_duration__units__milliseconds),
@@ -189,6 +235,7 @@ int main(void) {
                 cmocka_unit_test(settings_load__actions__returned),
                 cmocka_unit_test(settings_load__bad_input__one_line_error),
                 cmocka_unit_test(settings_load__bad_config__names_file_and_line),
+                cmocka_unit_test(settings_load__http_keys__parsed_and_checked),
         };
         return cmocka_run_group_tests_name("settings", tests, NULL, NULL);
 }
