@@ -78,6 +78,16 @@ static int reload_settings(struct loop *l, void *userdata) {
         if (strcmp(s.listen, a->settings->listen) != 0 || strcmp(s.db_path, a->settings->db_path) != 0 ||
             strcmp(s.backend, a->settings->backend) != 0 || strcmp(s.web_root, a->settings->web_root) != 0)
                 log_warning("reload: listen, db, backend and web_root changes take effect at the next restart");
+        /* The HTTP server reads its security and limit settings once, at start. */
+        if (strcmp(s.tls_cert, a->settings->tls_cert) != 0 || strcmp(s.tls_key, a->settings->tls_key) != 0 ||
+            strcmp(s.basic_auth_users, a->settings->basic_auth_users) != 0 ||
+            strcmp(s.bearer_token_file, a->settings->bearer_token_file) != 0 ||
+            strcmp(s.cors_origin, a->settings->cors_origin) != 0 || s.healthz_open != a->settings->healthz_open ||
+            s.max_connections != a->settings->max_connections ||
+            s.connection_timeout_s != a->settings->connection_timeout_s ||
+            s.max_header_bytes != a->settings->max_header_bytes)
+                log_warning("reload: TLS, authentication, CORS and connection limit changes take effect at the "
+                            "next restart");
         a->settings->interval_ms = s.interval_ms;
         a->settings->log_level = s.log_level;
         log_set_level(s.log_level);
