@@ -41,7 +41,16 @@ instances=${*:-"trn2.48xlarge trn3-gen2-ultraserver"}
 catalog=$("$NEUROND" --list-instances)
 echo "machine: $(uname -m), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION on 127.0.0.1; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), 2 workers, access log off"
-printf '%-24s %8s %12s %12s %7s\n' INSTANCE BYTES NEUROND_RPS NGINX_RPS RATIO
+# cpu_ticks PID...: user + system clock ticks the processes have used.
+cpu_ticks() {
+  for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done | awk '{ t += $1 } END { print t + 0 }'
+}
+# per_request TICKS REQUESTS: microseconds of CPU per request.
+per_request() {
+  awk -v t="$1" -v r="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (r > 0 ? t / hz / r * 1e6 : 0) }'
+}
+
+printf '%-24s %8s %12s %12s %7s %14s %14s\n' INSTANCE BYTES NEUROND_RPS NGINX_RPS RATIO NEUROND_US/REQ NGINX_US/REQ
 for inst in $instances; do
   note=
   if ! echo "$catalog" | grep -q "^$inst "; then
@@ -96,10 +105,22 @@ CONF
     i=$((i + 1))
   done
 
+  # CPU time per request (user + system, from /proc) is steadier than
+  # requests per second on a machine shared with other work.
+  cpu0=$(cpu_ticks "$NEUROND_PID")
   n=$(rps "http://127.0.0.1:$port/metrics")
+  cpu1=$(cpu_ticks "$NEUROND_PID")
+  n_req=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$TMP/wrk.out")
+  workers=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
+  # shellcheck disable=SC2086
+  gcpu0=$(cpu_ticks $workers)
   g=$(rps "http://127.0.0.1:$nport/metrics")
+  # shellcheck disable=SC2086
+  gcpu1=$(cpu_ticks $workers)
+  g_req=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$TMP/wrk.out")
   ratio=$(awk -v n="$n" -v g="$g" 'BEGIN { printf "%.2f", (g > 0 ? n / g : 0) }')
-  printf '%-24s %8s %12s %12s %7s%s\n' "$inst" "$bytes" "$n" "$g" "$ratio" "$note"
+  printf '%-24s %8s %12s %12s %7s %14s %14s%s\n' "$inst" "$bytes" "$n" "$g" "$ratio" \
+    "$(per_request $((cpu1 - cpu0)) "$n_req")" "$(per_request $((gcpu1 - gcpu0)) "$g_req")" "$note"
 
   kill -TERM "$NGINX_PID" "$NEUROND_PID"
   wait "$NGINX_PID" 2>/dev/null || true
