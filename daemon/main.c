@@ -138,6 +138,18 @@ int main(int argc, char **argv) {
                 return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
         }
         if (action == SETTINGS_CHECK_CONFIG) {
+                /* The authentication files are parsed here too, so a bad one is
+                 * found before a restart rather than by it. */
+                if (settings.basic_auth_users[0] || settings.bearer_token_file[0]) {
+                        r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
+                        if (r < 0) {
+                                fprintf(stderr, "neurond: %s\n", err);
+                                collector_close(backend);
+                                return EXIT_USAGE;
+                        }
+                        auth_free(auth);
+                        auth = NULL;
+                }
                 printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen,
                        backend->inv.backend, (long long) settings.interval_ms, settings.db_path,
                        settings.config_path[0] ? ", config " : "", settings.config_path);

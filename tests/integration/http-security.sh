@@ -101,4 +101,14 @@ status=0
 "$NEUROND" --config "$TEST_TMP/half.conf" --check-config >"$TEST_TMP/check.out" 2>&1 || status=$?
 [ "$status" -eq 2 ] || fail "tls_cert without tls_key: exit $status"
 grep -q 'tls_cert and tls_key' "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/check.out")"
+# --check-config reads the users file and refuses a plain-text password.
+printf 'prometheus:hunter2\n' >"$TEST_TMP/plain-users"
+printf '[neurond]\nbasic_auth_users = %s\n' "$TEST_TMP/plain-users" >"$TEST_TMP/plain.conf"
+status=0
+"$NEUROND" --config "$TEST_TMP/plain.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 || status=$?
+[ "$status" -eq 2 ] || fail "a plain-text password in basic_auth_users: exit $status"
+grep -q 'not bcrypt' "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/check.out")"
+printf '[neurond]\nbasic_auth_users = %s\n' "$TEST_TMP/users" >"$TEST_TMP/good.conf"
+"$NEUROND" --config "$TEST_TMP/good.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 ||
+  fail "--check-config refused a good users file: $(cat "$TEST_TMP/check.out")"
 echo PASS
