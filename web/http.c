@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
-#include <pthread.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
