@@ -84,7 +84,7 @@ static enum MHD_Result queue(struct MHD_Connection *conn, const struct web_conte
 }
 
 /* gzip (RFC 1952) of in into out, at the fastest level: a scrape is
- * repetitive text, and level 1 already shrinks it about tenfold. A small
+ * repetitive text, and level 1 already shrinks it about sixfold. A small
  * input gets a small window and hash, so compressing it allocates little. */
 static int gzip_buf(const struct buf *in, struct buf *out) {
         z_stream zs = { 0 };

@@ -97,4 +97,25 @@ done
 [ "$(http_status /metrics -X POST)" = 405 ] || fail "POST /metrics is not 405"
 
 stop_daemon
+
+# A device that is down: its series are absent in both formats, not NaN or 0,
+# and both parsers still accept the pages.
+start_daemon --backend model:trn1.32xlarge,seed=3,fault=device_down:3 --interval 200ms
+base="http://127.0.0.1:$PORT"
+sleep 1.5
+content_type /metrics >/dev/null
+cp "$TEST_TMP/body" "$TEST_TMP/down-text"
+content_type /metrics -H "Accept: $PROM_ACCEPT" >/dev/null
+cp "$TEST_TMP/body" "$TEST_TMP/down-om"
+for f in down-text down-om; do
+  grep -q '^neuron_device_up{neuron_device="3"} 0$' "$TEST_TMP/$f" || fail "$f: device 3 is not down"
+  n=$(grep -v '^neuron_device_up{' "$TEST_TMP/$f" | grep -c 'neuron_device="3"' || true)
+  [ "$n" -eq 0 ] || fail "$f: $n series of the down device are still there"
+  ! grep -qE ' (NaN|[+-]Inf)$' "$TEST_TMP/$f" || fail "$f: a NaN or Inf value leaked"
+  grep -q '^neuroncore_utilization_ratio{neuron_device="2",' "$TEST_TMP/$f" || fail "$f: other devices vanished"
+done
+promtool check metrics <"$TEST_TMP/down-text" >"$TEST_TMP/promtool.out" 2>&1 || fail "promtool: $(cat "$TEST_TMP/promtool.out")"
+"$PYTHON" -c 'import sys; from prometheus_client.openmetrics.parser import text_string_to_metric_families as p
+list(p(open(sys.argv[1]).read()))' "$TEST_TMP/down-om" || fail "OpenMetrics with a device down does not parse"
+stop_daemon
 echo "PASS: $(cat "$TEST_TMP/py.out") families parsed (text, OpenMetrics)"
