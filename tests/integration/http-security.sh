@@ -74,7 +74,7 @@ basic_auth_users = $TEST_TMP/users
 bearer_token_file = $TEST_TMP/token
 healthz_open = true
 CONF
-start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/secure.conf"
+start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/secure.conf" --enable-admin
 url="https://127.0.0.1:$PORT"
 tls() {
   curl -sS --max-time 10 --cacert "$TEST_TMP/cert.pem" -o "$TEST_TMP/body" -w '%{http_code}' "$@"
@@ -90,6 +90,9 @@ grep -q '^neuroncore_utilization_ratio{' "$TEST_TMP/body" || fail "no metrics ov
 [ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")x" "$url/api/v1/status")" = 401 ] || fail "bad token accepted"
 [ "$(tls "$url/healthz")" = 200 ] || fail "healthz_open: /healthz needs credentials"
 [ "$(tls "$url/")" = 401 ] || fail "the dashboard is open without credentials"
+[ "$(tls "$url/api/v1/admin/faults")" = 401 ] || fail "the admin endpoint is open without credentials"
+[ "$(tls -X POST "$url/api/v1/admin/faults?fault=device_down:0")" = 401 ] || fail "admin POST without credentials"
+[ "$(tls -u prometheus:hunter2 "$url/api/v1/admin/faults")" = 200 ] || fail "admin refused good credentials"
 # The certificate is the one we made, and plain HTTP is not spoken.
 curl -sS --max-time 10 "$url/healthz" >/dev/null 2>&1 && fail "an unknown CA was trusted"
 curl -sS --max-time 5 "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && fail "plain HTTP answered on the TLS port"
