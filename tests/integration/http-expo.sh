@@ -58,8 +58,8 @@ for fam in ("neurond_samples_stored", "neurond_store_errors", "neurond_http_requ
 cores = [s for s in om["neuroncore_utilization_ratio"].samples]
 assert len(cores) == 32, len(cores)
 assert all(0 <= s.value <= 1 for s in cores)
-up = [s for s in om["neurond_collector_up"].samples]
-assert [s.value for s in up] == [1.0], up
+up = {s.labels["collector"]: s.value for s in om["neurond_collector_up"].samples}
+assert up.get("backend") == 1.0 and all(v == 1.0 for v in up.values()), up
 print(len(text), len(om))
 PY
 
