@@ -1,11 +1,9 @@
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -541,14 +539,6 @@ out:
         return r;
 }
 
-static bool is_loopback(const struct sockaddr *addr) {
-        if (addr->sa_family == AF_INET)
-                return (ntohl(((const struct sockaddr_in *) addr)->sin_addr.s_addr) >> 24) == 127;
-        if (addr->sa_family == AF_INET6)
-                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) addr)->sin6_addr);
-        return false;
-}
-
 /* Every connection is a descriptor: lift the soft limit toward the hard
  * one so that max_connections is reachable. */
 static void raise_fd_limit(unsigned connections) {
@@ -612,11 +602,11 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         socklen_t bound_len = sizeof(bound);
         if (!addr && getsockname(listen_fd, (struct sockaddr *) &bound, &bound_len) == 0)
                 addr_seen = (const struct sockaddr *) &bound;
-        if (!is_loopback(addr_seen) && !tls && !ctx->auth)
+        if (!admin_is_loopback(addr_seen) && !tls && !ctx->auth)
                 log_warning("serving on a non-loopback address without TLS or authentication: "
                             "anyone who can reach it can read the metrics; set tls_cert/tls_key and "
                             "basic_auth_users or bearer_token_file");
-        else if (!is_loopback(addr_seen) && !tls)
+        else if (!admin_is_loopback(addr_seen) && !tls)
                 log_warning("serving on a non-loopback address without TLS: credentials travel in clear text");
         raise_fd_limit(max_conn);
 
