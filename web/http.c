@@ -453,6 +453,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                ? send_reply(conn, ctx, &reply)
                                : MHD_YES;
         }
+        /* libmicrohttpd keeps a connection alive only when the response is
+         * queued after the whole request has arrived: the first call just
+         * marks the request, any body is read and dropped, then we answer. */
+        static int request_seen;
+        if (!*req_cls) {
+                *req_cls = &request_seen;
+                return MHD_YES;
+        }
+        if (*upload_data_size) {
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
         if (strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0 && ctx->cors_origin && *ctx->cors_origin)
                 return send_preflight(conn, ctx);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
@@ -460,7 +472,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 reply.allow = "GET, HEAD";
                 return send_reply(conn, ctx, &reply);
         }
-        /* GET has no body: answer on the first call. */
         struct param_collector pc = { .n = 0 };
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &pc);
         if (strlen(url) + pc.bytes > HTTP_MAX_URL_BYTES) {
