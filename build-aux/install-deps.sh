@@ -6,8 +6,18 @@ set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
   libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev"
+# The dashboard's web assets (uPlot) and the browser test driver
+# (playwright-core) come from npm through package-lock.json at build time.
+# A Node.js that already ships npm (e.g. NodeSource's) is kept as is; Debian's
+# own nodejs needs the separate npm package.
+if command -v npm >/dev/null 2>&1; then
+  build_packages="$build_packages nodejs"
+else
+  build_packages="$build_packages nodejs npm"
+fi
 test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
-  clang libclang-rt-14-dev mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light"
+  clang libclang-rt-14-dev mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
+  chromium"
 
 packages=$build_packages
 case "${1:-}" in

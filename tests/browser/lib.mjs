@@ -1,0 +1,83 @@
+// Shared by the browser test and the dashboard benchmark: start the daemon
+// on 127.0.0.1 (port 0 unless given), stop it, and launch headless Chromium.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const env = (k) => {
+  if (!process.env[k]) throw new Error(`${k} is not set (run through make)`);
+  return process.env[k];
+};
+
+export function playwright() {
+  const require = createRequire(join(env('NODE_MODULES'), 'x.js'));
+  return require('playwright-core');
+}
+
+export function tempDir(prefix) {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+// Resolves to { proc, port, url, stop() } once the daemon logs its port.
+export function startDaemon({ backend, db, port = 0, extra = [] }) {
+  const args = ['--listen', `127.0.0.1:${port}`, '--db', db, '--web-root', env('DASHBOARD_ROOT'), '--backend', backend, ...extra];
+  const proc = spawn(env('NEUROND'), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const exited = new Promise((resolve) => proc.on('exit', (code, sig) => resolve({ code, sig })));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`daemon did not start: ${log}`)); }, 15000);
+    proc.stderr.on('data', (chunk) => {
+      log += chunk;
+      const m = /listening on port (\d+)/.exec(log);
+      if (m && timer) {
+        clearTimeout(timer);
+        const p = Number(m[1]);
+        resolve({
+          proc, port: p, url: `http://127.0.0.1:${p}/`, log: () => log,
+          async stop() {
+            proc.kill('SIGTERM');
+            const t = setTimeout(() => proc.kill('SIGKILL'), 10000);
+            const r = await exited;
+            clearTimeout(t);
+            return r;
+          },
+        });
+      }
+    });
+    exited.then((r) => { clearTimeout(timer); reject(new Error(`daemon exited (${r.code}): ${log}`)); });
+  });
+}
+
+export async function instances() {
+  const proc = spawn(env('NEUROND'), ['--list-instances'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  proc.stdout.on('data', (c) => { out += c; });
+  await new Promise((r) => proc.on('exit', r));
+  return out;
+}
+
+// Chromium with the flags this machine needs and a fresh profile.
+export async function launch(profile, opts = {}) {
+  const { chromium } = playwright();
+  return chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-quic'],
+    viewport: { width: 1440, height: 1000 },
+    ...opts,
+  });
+}
+
+export function cleanup(dir) {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export async function getJSON(url) {
+  const res = await fetch(url);
+  const body = await res.json();
+  if (body.status !== 'success') throw new Error(`${url}: ${body.error}`);
+  return body.data;
+}
