@@ -77,6 +77,8 @@ async function main() {
     }
   }
   assert.ok(matched, 'caught the page and /api/v1/latest on the same tick');
+  assert.match(await page.textContent('#core-focus'), new RegExp(`NeuronCore ${target}: utilization`), 'focused core is announced');
+  await page.locator('.heat-card').screenshot({ path: join(shots, 'trn1.32xlarge-core-focus.png') });
 
   step = 'keyboard selects a core';
   await page.keyboard.press('Enter');

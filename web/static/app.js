@@ -15,6 +15,7 @@
     ['device_to_device', 'dev→dev', '--c-d2d'],
   ];
   const CAT_COLORS = ['#2563eb', '#7c3aed', '#0891b2', '#16a34a', '#ea580c', '#db2777', '#ca8a04', '#64748b', '#0d9488'];
+  const BYTE_INCRS = Array.from({ length: 56 }, (_, i) => 2 ** i); // ticks at round GiB/MiB
   const IDLE_UTIL = 0.05;           // below this a core counts as idle
   const HELD_BYTES = 64 * 1024 * 1024; // an idle core holding more than this stands out
 
@@ -104,7 +105,9 @@
     S.coreDev = new Int32Array(S.nCores);
     S.coreLocal = new Int32Array(S.nCores);
     let slot = 0;
+    S.devSlot = new Int32Array(devs.length);
     devs.forEach((d, i) => {
+      S.devSlot[i] = slot;
       for (let c = 0; c < d.cores; c++, slot++) {
         S.slotOf.set(String(d.first_core + c), slot);
         S.coreDev[slot] = i;
@@ -138,10 +141,9 @@
   // NaN on the first sample and after a reset.
   function rate(key, t, v) {
     const p = S.counters.get(key);
-    S.counters.set(key, [t, v]);
-    if (!p || t <= p[0] || v < p[1]) return p && t === p[0] ? p[2] : NaN;
-    const r = (v - p[1]) / (t - p[0]);
-    S.counters.get(key)[2] = r;
+    if (p && t === p[0]) return p[2];     // same tick seen again
+    const r = p && t > p[0] && v >= p[1] ? (v - p[1]) / (t - p[0]) : NaN;
+    S.counters.set(key, [t, v, r]);
     return r;
   }
 
@@ -153,7 +155,7 @@
     try {
       const wasDown = S.state === 'unreachable';
       if (!S.inv || wasDown) await loadInventory();
-      const wantCats = S.tickNo % 5 === 0;
+      const wantCats = S.tickNo % 10 === 0;   // thousands of series on big instances
       const [st, util, cmem, dmem, up, dma, tx, rx, cat] = await Promise.all([
         api('api/v1/status'),
         latest('metric=neuroncore_utilization_ratio'),
@@ -519,6 +521,11 @@
       const tw = tip.offsetWidth;
       tip.style.left = `${Math.max(0, Math.min(L.W - tw, cx + L.s / 2 - tw / 2))}px`;
       tip.style.top = `${cy + L.s + 6}px`;
+    }
+    // Screen readers hear the focused core when the focus moves, not on
+    // every tick.
+    function announce(i) {
+      const x = describe(i);
       setText($('core-focus'), `neuron${x.d.index} NeuronCore ${x.core}: utilization ${x.util}, memory held ${x.mem}${x.held ? ', idle with memory held' : ''}`);
     }
 
@@ -544,7 +551,7 @@
       const i = hit(ev);
       if (i >= 0) { focus = i; select({ kind: 'core', id: S.inv.devices[S.coreDev[i]].first_core + S.coreLocal[i] }); }
     });
-    canvas.addEventListener('focus', () => { if (focus < 0) focus = 0; draw(); });
+    canvas.addEventListener('focus', () => { if (focus < 0) focus = 0; draw(); announce(focus); });
     canvas.addEventListener('blur', () => { if (hover < 0) tip.hidden = true; draw(); });
     canvas.addEventListener('keydown', (ev) => {
       if (!L || !S.nCores) return;
@@ -568,14 +575,26 @@
       ev.preventDefault();
       focus = n;
       draw();
+      announce(focus);
     });
     return { layout, draw, buildLut };
   })();
 
   // ---------- devices table ----------
+  // Only rows scrolled into view are updated on a tick (144 devices on the
+  // biggest instance); a row coming into view is brought up to date at once.
   let rows = [];
+  const inView = new Set();
+  const rowObserver = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const i = Number(e.target.dataset.row);
+      if (e.isIntersecting) { inView.add(i); if (S.inv && S.ts) renderRow(i); } else inView.delete(i);
+    }
+  }, { root: document.querySelector('.table-wrap') });
   function buildTable() {
     const tb = document.querySelector('#devices tbody');
+    rowObserver.disconnect();
+    inView.clear();
     tb.replaceChildren();
     rows = S.inv.devices.map((d, i) => {
       const tr = el('tr');
@@ -596,43 +615,21 @@
       const dma = DMA_DIRS.map(() => el('td', 'num'));
       const tx = el('td', 'num'), rx = el('td', 'num');
       tr.append(th, util, hbmTd, ...dma, tx, rx);
+      tr.dataset.row = String(i);
       tb.append(tr);
+      rowObserver.observe(tr);
       return { tr, util, bar, txt, dma, tx, rx, segs: [], segKey: '' };
     });
   }
+  const catColor = (k) => CAT_COLORS[k % CAT_COLORS.length];
   function renderTable() {
-    const devs = S.inv.devices;
     const cats = S.catNames;
-    const catColor = (k) => CAT_COLORS[k % CAT_COLORS.length];
     const selDev = S.sel.kind === 'device' ? S.sel.id : S.coreDev[S.slotOf.get(String(S.sel.id))];
-    devs.forEach((d, i) => {
-      const r = rows[i];
-      let us = 0, un = 0;
-      for (let c = 0; c < S.nCores; c++) if (S.coreDev[c] === i && Number.isFinite(S.util[c])) { us += S.util[c]; un++; }
-      setText(r.util, un ? fmtPct(us / un) : '–');
-      const used = S.devMem[i], total = S.devTotal[i];
-      setText(r.txt, `${fmtBytes(used)} / ${fmtBytes(total)}`);
-      r.txt.dataset.bytes = String(used);
-      // Segments: one per category when the backend reports them, else one.
-      const parts = cats.length && S.devCat && S.devCat[i].size ? cats.map((k, j) => [k, S.devCat[i].get(k) || 0, catColor(j)])
-        : [['used', used, cssVar('--c-mem')]];
-      const key = parts.map((p) => p[0]).join('|');
-      if (r.segKey !== key) {
-        r.segKey = key;
-        r.segs = parts.map((p) => { const s = el('span'); s.title = p[0]; r.bar.append(s); return s; });
-        r.bar.replaceChildren(...r.segs);
-      }
-      parts.forEach((p, j) => {
-        r.segs[j].style.width = `${total ? Math.max(0, p[1] / total * 100) : 0}%`;
-        r.segs[j].style.background = p[2];
-        r.segs[j].title = `${p[0]}: ${fmtBytes(p[1])}`;
-      });
-      DMA_DIRS.forEach((_, k) => setText(r.dma[k], fmtRate(S.dma[k][i])));
-      setText(r.tx, fmtRate(S.linkTx[i]));
-      setText(r.rx, fmtRate(S.linkRx[i]));
+    rows.forEach((r, i) => {
       r.tr.classList.toggle('sel', i === selDev);
       r.tr.classList.toggle('down', S.devUp[i] === 0);
     });
+    for (const i of inView) renderRow(i);
     const lg = $('hbm-legend');
     const lkey = cats.join('|');
     if (lg.dataset.key !== lkey) {
@@ -647,11 +644,37 @@
     }
     $('devices').dataset.ts = String(S.ts);
   }
+  function renderRow(i) {
+    const d = S.inv.devices[i], r = rows[i], cats = S.catNames;
+    if (!r) return;
+    let us = 0, un = 0;
+    for (let c = S.devSlot[i], e = c + d.cores; c < e; c++) if (Number.isFinite(S.util[c])) { us += S.util[c]; un++; }
+    setText(r.util, un ? fmtPct(us / un) : '–');
+    const used = S.devMem[i], total = S.devTotal[i];
+    setText(r.txt, `${fmtBytes(used)} / ${fmtBytes(total)}`);
+    r.txt.dataset.bytes = String(used);
+    // Segments: one per category when the backend reports them, else one.
+    const parts = cats.length && S.devCat && S.devCat[i].size ? cats.map((k, j) => [k, S.devCat[i].get(k) || 0, catColor(j)])
+      : [['used', used, cssVar('--c-mem')]];
+    const key = parts.map((p) => p[0]).join('|');
+    if (r.segKey !== key) {
+      r.segKey = key;
+      r.segs = parts.map((p) => { const s = el('span'); s.title = p[0]; s.style.background = p[2]; return s; });
+      r.bar.replaceChildren(...r.segs);
+    }
+    parts.forEach((p, j) => {
+      const w = `${total ? Math.max(0, p[1] / total * 100).toFixed(1) : 0}%`;
+      if (r.segs[j].style.width !== w) r.segs[j].style.width = w;
+    });
+    DMA_DIRS.forEach((_, k) => setText(r.dma[k], fmtRate(S.dma[k][i])));
+    setText(r.tx, fmtRate(S.linkTx[i]));
+    setText(r.rx, fmtRate(S.linkRx[i]));
+  }
 
   // ---------- topology (SVG) ----------
   const topo = (() => {
     const root = $('topology');
-    let nodes = [], edgeEls = new Map(), kind = '';
+    let nodes = [], edgeEls = new Map(), kind = '', lastSel = -1;
     const W = 400, H = 340;
 
     // Which layout: a 2D torus (w x h, 4 neighbours with wrap-around), a
@@ -671,21 +694,24 @@
         if (ok) return { kind: 'torus', w, h: n / w };
       }
       if (peers.every((p) => p.size === 2)) return { kind: 'ring' };
-      if (peers.every((p) => p.size === n - 1)) return { kind: 'mesh' };
+      // All-to-all: chords for a few devices; past that, a star around the
+      // switch (144 devices would need 10,296 chords).
+      if (peers.every((p) => p.size === n - 1)) return { kind: n > 16 ? 'switch' : 'mesh' };
       if (peers.every((p) => p.size === 0)) return { kind: 'switch' };
       return { kind: 'graph' };
     }
 
-    function build() {
+    function build(asSwitch) {
       const devs = S.inv.devices;
-      const t = detect(devs);
+      const t = asSwitch ? { kind: 'switch' } : detect(devs);
       kind = t.kind;
       root.replaceChildren();
       root.setAttribute('viewBox', `0 0 ${W} ${H}`);
       nodes = [];
       edgeEls = new Map();
+      lastSel = -1;
       const n = devs.length;
-      const names = { torus: `2D torus ${t.w}×${t.h}`, ring: 'ring', mesh: 'all-to-all', switch: 'all-to-all via NeuronSwitch', graph: 'links', none: 'no NeuronLink (single device)' };
+      const names = { torus: `2D torus ${t.w}×${t.h}`, ring: 'ring', mesh: 'all-to-all', switch: 'all-to-all through the switch', graph: 'links', none: 'no NeuronLink (single device)' };
       setText($('topo-kind'), names[kind]);
       if (kind === 'none') { setText($('topo-desc'), ''); return; }
       const r = Math.max(3, Math.min(16, 600 / n));
@@ -741,6 +767,9 @@
           g.append(tl);
         }
         g.addEventListener('click', () => select({ kind: 'device', id: i }));
+        const describe = () => setText(title, `neuron${d.index}: transmit ${fmtRate(S.linkTx[i])}, receive ${fmtRate(S.linkRx[i])}`);
+        g.addEventListener('mouseenter', describe);
+        g.addEventListener('focus', describe);
         g.addEventListener('keydown', (ev) => {
           if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); select({ kind: 'device', id: i }); }
         });
@@ -750,14 +779,19 @@
     }
 
     function render() {
-      if (kind === 'none' || !S.inv) return;
+      if (!S.inv) return;
+      // Link counters against peer "switch" mean a switched fabric, whatever
+      // the peer lists say.
+      if (kind !== 'switch' && [...S.edges.keys()].some((k) => k.endsWith('|switch'))) build(true);
+      if (kind === 'none') return;
       let max = 0, best = null, total = 0;
       for (const [k, v] of S.edges) { total += v; if (v > max) { max = v; best = k; } }
       const lo = cssVar('--line'), accent = [cssVar('--c-util'), cssVar('--c-d2h')];
+      const thin = S.inv.devices.length > 32 ? 0.45 : 1;   // many edges share the picture
       for (const [key, els] of edgeEls) {
         const v = S.edges.get(key);
         const f = Number.isFinite(v) && max > 0 ? v / max : 0;
-        const w = (Number.isFinite(v) ? 1.5 + 4.5 * f : 1).toFixed(2);
+        const w = ((Number.isFinite(v) ? 1.5 + 4.5 * f : 1) * thin).toFixed(2);
         const col = !Number.isFinite(v) ? lo : f > 0.66 ? accent[1] : accent[0];
         const op = (Number.isFinite(v) ? 0.35 + 0.65 * f : 0.6).toFixed(2);
         for (const e of els) {
@@ -767,10 +801,10 @@
         }
       }
       const selDev = S.sel.kind === 'device' ? S.sel.id : S.coreDev[S.slotOf.get(String(S.sel.id))];
-      nodes.forEach((nd, i) => {
-        nd.c.classList.toggle('sel', i === selDev);
-        setText(nd.title, `neuron${S.inv.devices[i].index}: transmit ${fmtRate(S.linkTx[i])}, receive ${fmtRate(S.linkRx[i])}`);
-      });
+      if (selDev !== lastSel) {
+        nodes.forEach((nd, i) => nd.c.classList.toggle('sel', i === selDev));
+        lastSel = selDev;
+      }
       const fmtKey = (k) => k.split('|').map((x) => (x === 'switch' ? 'switch' : `neuron${x}`)).join(' ↔ ');
       setText($('topo-desc'), best ? `Total ${fmtRate(total)}. Busiest: ${fmtKey(best)} at ${fmtRate(max)}. Wider, warmer edges carry more.` : 'Waiting for two samples to compute link rates.');
     }
@@ -861,7 +895,8 @@
         height: 200,
         cursor: { drag: { x: true, y: false } },
         scales: { x: { time: true }, y: { range: def.unit === 'pct' ? [0, 100] : (u, lo, hi) => [0, Math.max(def.max || 0, hi > 0 ? hi * 1.1 : 1)] } },
-        axes: [{ ...axis, ...xAxis }, { ...axis, size: 72, values: (u, vals) => vals.map((v) => fmt(v)) }],
+        axes: [{ ...axis, ...xAxis }, { ...axis, size: 72, values: (u, vals) => vals.map((v) => fmt(v)),
+          ...(def.unit === 'bytes' ? { incrs: BYTE_INCRS } : {}) }],
         series: [{ value: (u, v) => (v == null ? '–' : new Date(v * 1000).toLocaleString('en-GB', { hour12: false })) },
           ...def.series.map((s) => ({ label: s.label, stroke: s.color, width: 1.6, points: { show: false },
             value: (u, v) => (v == null ? '–' : fmt(v)) }))],
@@ -885,6 +920,20 @@
       const x = [...xs].sort((a, b) => a - b);
       const at = new Map(x.map((t, i) => [t, i]));
       return [x, ...cols.map((c) => { const y = new Array(x.length).fill(null); for (const [t, v] of c) y[at.get(t)] = v; return y; })];
+    }
+    // A null column where samples are missing for more than two steps (the
+    // daemon was down), so uPlot breaks the line instead of bridging it.
+    function gaps(data, step) {
+      const x = data[0];
+      const out = data.map(() => []);
+      for (let i = 0; i < x.length; i++) {
+        if (i && x[i] - x[i - 1] > 2.5 * step) {
+          out[0].push(x[i - 1] + step);
+          for (let k = 1; k < data.length; k++) out[k].push(null);
+        }
+        for (let k = 0; k < data.length; k++) out[k].push(data[k][i]);
+      }
+      return out;
     }
     function toRate(values) {
       const out = [];
@@ -942,7 +991,7 @@
           }
           return [...sum].map(([t, v]) => [t, scaleVal(def.unit, v)]);
         });
-        const data = align(cols);
+        const data = gaps(align(cols), step);
         points += data[0].length;
         const fig = el('figure', 'chart');
         fig.dataset.title = def.title;
@@ -1083,6 +1132,7 @@
     $('theme').setAttribute('aria-label', label);
     $('theme').title = label;
     $('theme').textContent = t === 'light' ? '☀' : t === 'dark' ? '☾' : '◐';
+    for (const r of rows) r.segKey = '';   // segment colours come from the scheme
     if (S.inv) { heat.layout(); topo.build(); renderAll(); loadHistory(); }
   }
   let themePref = '';
