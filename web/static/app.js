@@ -44,7 +44,8 @@
   }
   function fmtAge(s) {
     if (!Number.isFinite(s)) return '';
-    if (s < 90) return `${Math.max(0, Math.round(s))} s`;
+    if (s < 1) return '< 1 s';
+    if (s < 90) return `${Math.round(s)} s`;
     if (s < 5400) return `${Math.round(s / 60)} min`;
     return `${(s / 3600).toFixed(1)} h`;
   }
@@ -304,7 +305,7 @@
   const tiles = {};
   function buildTiles() {
     const defs = [['devices', 'Devices'], ['cores', 'NeuronCores'], ['util', 'Utilization'], ['held', 'Idle, memory held'],
-      ['hbm', 'HBM used'], ['dma', 'DMA'], ['link', 'NeuronLink'], ['health', 'Collectors']];
+      ['hbm', 'HBM used'], ['dma', 'DMA'], ['link', 'NeuronLink'], ['health', 'Health']];
     const dl = $('tiles');
     dl.replaceChildren();
     for (const [k, label] of defs) {
@@ -357,7 +358,10 @@
     tile('link', ln ? fmtRate(lt) : (nd > 1 ? '–' : 'none'), ln ? 'transmit' : '');
     const cols = (S.status && S.status.collectors) || [];
     const down = cols.filter((c) => !c.up).length;
-    tile('health', down ? `${down} down` : 'all up', `${cols.length} total`, 0, down ? 'bad' : '');
+    const age = S.status && S.status.last_tick ? (S.serverNow || Date.now() / 1000) - S.status.last_tick : NaN;
+    const stale = S.state === 'stale';
+    tile('health', down ? `${down} of ${cols.length} down` : stale ? 'stale' : 'ok',
+      `data ${fmtAge(age)} old`, 0, down ? 'bad' : stale ? 'warn' : '');
     $('tiles').dataset.ts = String(S.ts);
   }
   const isHeld = (i) => !(S.util[i] >= IDLE_UTIL) && Number.isFinite(S.util[i]) && S.coreMem[i] > HELD_BYTES;
@@ -674,7 +678,12 @@
   // ---------- topology (SVG) ----------
   const topo = (() => {
     const root = $('topology');
-    let nodes = [], edgeEls = new Map(), kind = '', lastSel = -1;
+    // Edges change every tick and are drawn on a canvas under the SVG (a
+    // few hundred SVG strokes cost far more to repaint); the nodes stay SVG
+    // for clicks, focus and titles.
+    const canvas = $('topo-edges');
+    const ctx = canvas.getContext('2d');
+    let nodes = [], edgeSegs = new Map(), kind = '', lastSel = -1;
     const W = 400, H = 340;
 
     // Which layout: a 2D torus (w x h, 4 neighbours with wrap-around), a
@@ -708,7 +717,9 @@
       root.replaceChildren();
       root.setAttribute('viewBox', `0 0 ${W} ${H}`);
       nodes = [];
-      edgeEls = new Map();
+      edgeSegs = new Map();
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.clearRect(0, 0, canvas.width, canvas.height);
       lastSel = -1;
       const n = devs.length;
       const names = { torus: `2D torus ${t.w}×${t.h}`, ring: 'ring', mesh: 'all-to-all', switch: 'all-to-all through the switch', graph: 'links', none: 'no NeuronLink (single device)' };
@@ -723,16 +734,14 @@
         const R = Math.min(W, H) / 2 - r - 8;
         pos = devs.map((_, i) => [W / 2 + R * Math.sin(2 * Math.PI * i / n), H / 2 - R * Math.cos(2 * Math.PI * i / n)]);
       }
-      const gEdges = svg('g', {}), gNodes = svg('g', {});
-      root.append(gEdges, gNodes);
-      const addEdge = (key, d) => {
-        const e = svg('path', { class: 'edge', d, stroke: cssVar('--line'), 'stroke-width': 1.5 });
-        gEdges.append(e);
-        if (!edgeEls.has(key)) edgeEls.set(key, []);
-        edgeEls.get(key).push(e);
+      const gNodes = svg('g', {});
+      root.append(gNodes);
+      const addEdge = (key, seg) => {
+        if (!edgeSegs.has(key)) edgeSegs.set(key, []);
+        edgeSegs.get(key).push(seg);
       };
       if (kind === 'switch') {
-        pos.forEach(([x, y], i) => addEdge(`${devs[i].index}|switch`, `M${x},${y}L${W / 2},${H / 2}`));
+        pos.forEach(([x, y], i) => addEdge(`${devs[i].index}|switch`, [x, y, W / 2, H / 2]));
         const sw = svg('rect', { class: 'node switch', x: W / 2 - 34, y: H / 2 - 14, width: 68, height: 28, rx: 6 });
         const tl = svg('text', { class: 'label', x: W / 2, y: H / 2 });
         tl.textContent = 'Switch';
@@ -748,10 +757,10 @@
             if (kind === 'torus' && (Math.abs(x1 - x2) > (W - 80) / (t.w - 1) + 1 || Math.abs(y1 - y2) > (H - 60) / (t.h - 1) + 1)) {
               // Wrap-around link: a stub leaving each end towards the border.
               const dx = Math.sign(x2 - x1) * 22, dy = Math.sign(y2 - y1) * 18;
-              addEdge(key, `M${x1},${y1}l${-dx},${-dy}`);
-              addEdge(key, `M${x2},${y2}l${dx},${dy}`);
+              addEdge(key, [x1, y1, x1 - dx, y1 - dy]);
+              addEdge(key, [x2, y2, x2 + dx, y2 + dy]);
             } else {
-              addEdge(key, `M${x1},${y1}L${x2},${y2}`);
+              addEdge(key, [x1, y1, x2, y2]);
             }
           }
         });
@@ -788,18 +797,28 @@
       for (const [k, v] of S.edges) { total += v; if (v > max) { max = v; best = k; } }
       const lo = cssVar('--line'), accent = [cssVar('--c-util'), cssVar('--c-d2h')];
       const thin = S.inv.devices.length > 32 ? 0.45 : 1;   // many edges share the picture
-      for (const [key, els] of edgeEls) {
+      // Same mapping from the viewBox as the SVG's xMidYMid meet.
+      const cw = canvas.clientWidth, ch = canvas.clientHeight, dpr = window.devicePixelRatio || 1;
+      if (canvas.width !== Math.round(cw * dpr) || canvas.height !== Math.round(ch * dpr)) {
+        canvas.width = Math.round(cw * dpr);
+        canvas.height = Math.round(ch * dpr);
+      }
+      const k = Math.min(cw / W, ch / H);
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.clearRect(0, 0, canvas.width, canvas.height);
+      ctx.setTransform(dpr * k, 0, 0, dpr * k, dpr * (cw - W * k) / 2, dpr * (ch - H * k) / 2);
+      ctx.lineCap = 'round';
+      for (const [key, segs] of edgeSegs) {
         const v = S.edges.get(key);
         const f = Number.isFinite(v) && max > 0 ? v / max : 0;
-        const w = ((Number.isFinite(v) ? 1.5 + 4.5 * f : 1) * thin).toFixed(2);
-        const col = !Number.isFinite(v) ? lo : f > 0.66 ? accent[1] : accent[0];
-        const op = (Number.isFinite(v) ? 0.35 + 0.65 * f : 0.6).toFixed(2);
-        for (const e of els) {
-          if (e.getAttribute('stroke-width') !== w) e.setAttribute('stroke-width', w);
-          if (e.getAttribute('stroke') !== col) e.setAttribute('stroke', col);
-          if (e.getAttribute('stroke-opacity') !== op) e.setAttribute('stroke-opacity', op);
-        }
+        ctx.lineWidth = (Number.isFinite(v) ? 1.5 + 4.5 * f : 1) * thin;
+        ctx.strokeStyle = !Number.isFinite(v) ? lo : f > 0.66 ? accent[1] : accent[0];
+        ctx.globalAlpha = Number.isFinite(v) ? 0.35 + 0.65 * f : 0.6;
+        ctx.beginPath();
+        for (const [x1, y1, x2, y2] of segs) { ctx.moveTo(x1, y1); ctx.lineTo(x2, y2); }
+        ctx.stroke();
       }
+      ctx.globalAlpha = 1;
       const selDev = S.sel.kind === 'device' ? S.sel.id : S.coreDev[S.slotOf.get(String(S.sel.id))];
       if (selDev !== lastSel) {
         nodes.forEach((nd, i) => nd.c.classList.toggle('sel', i === selDev));
