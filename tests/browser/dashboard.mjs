@@ -29,7 +29,10 @@ const loaded = (page, range) => page.waitForFunction((r) => {
 
 async function main() {
   step = 'daemon';
-  daemon = await startDaemon({ backend: 'model:trn1.32xlarge', db: join(work, 'a.db') });
+  // Mixed jobs (some devices idle with memory held), the memory categories and
+  // one device down: every state the page draws differently is on screen.
+  const backend = 'model:trn1.32xlarge,scenario=mixed,memory_categories=on,fault=device_down:9';
+  daemon = await startDaemon({ backend, db: join(work, 'a.db') });
   const api = daemon.url;
   const inv = await getJSON(`${api}api/v1/devices`);
   const nCores = inv.devices.reduce((n, d) => n + d.cores, 0);
@@ -50,6 +53,10 @@ async function main() {
   const cores = await page.$eval('#heatmap', (c) => Number(c.dataset.cores));
   assert.equal(cores, nCores, 'heatmap shows every core');
   assert.equal(await page.locator('#devices tbody tr').count(), inv.devices.length, 'one table row per device');
+  await page.waitForFunction(() => document.querySelectorAll('#hbm-legend span').length > 0, null, { timeout: 20000 });
+  assert.ok(await page.$eval('#devices tbody tr:nth-child(10)', (r) => r.classList.contains('down')), 'neuron9 shown down');
+  const held = await page.$$eval('.tile', (ts) => ts.find((t) => t.querySelector('dt').textContent === 'Idle, memory held').querySelector('dd').firstChild.textContent);
+  assert.ok(Number(held) > 0, `idle cores holding memory are counted (${held})`);
   await shot(page, 'trn1.32xlarge-overview-light');
 
   step = 'value matches /api/v1/latest';
@@ -149,7 +156,7 @@ async function main() {
   await page.screenshot({ path: join(shots, 'trn1.32xlarge-unreachable.png') });
 
   step = 'recovery on restart';
-  daemon = await startDaemon({ backend: 'model:trn1.32xlarge', db: join(work, 'a.db'), port });
+  daemon = await startDaemon({ backend, db: join(work, 'a.db'), port });
   await state(page, 'live');
   assert.ok(await page.isHidden('#banner'), 'banner gone after recovery');
   await loaded(page, 'live');
@@ -158,7 +165,7 @@ async function main() {
   const big = 'trn3-gen2-ultraserver';
   if ((await instances()).includes(big)) {
     step = big;
-    const d2 = await startDaemon({ backend: `model:${big}`, db: join(work, 'b.db') });
+    const d2 = await startDaemon({ backend: `model:${big},scenario=mixed,memory_categories=on`, db: join(work, 'b.db') });
     try {
       const inv2 = await getJSON(`${d2.url}api/v1/devices`);
       await page.goto(`${d2.url}#device=0&range=live`);
