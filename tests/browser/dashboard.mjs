@@ -98,6 +98,15 @@ async function main() {
   await loaded(page, 'live');
   assert.match(await page.textContent('#charts-title'), new RegExp(`NeuronCore ${target}`));
 
+  step = 'topology is keyboard operable';
+  await page.focus('#topology g.dev[tabindex="0"]');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => location.hash.includes('device=2'), null, { timeout: 5000 });
+  await loaded(page, 'live');
+  assert.match(await page.textContent('#charts-title'), /^neuron2\b/);
+
   step = 'selecting a device shows its charts';
   await page.click('#devices tbody tr:nth-child(6) .dev-btn');
   await page.waitForFunction(() => location.hash.includes('device=5'), null, { timeout: 5000 });

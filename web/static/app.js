@@ -766,7 +766,9 @@
         });
       }
       devs.forEach((d, i) => {
-        const g = svg('g', { class: 'dev', tabindex: 0, role: 'button', 'aria-label': `neuron${d.index}` });
+        // One tab stop for the whole picture (roving tabindex): arrow keys
+        // move between devices, Enter charts the focused one.
+        const g = svg('g', { class: 'dev', tabindex: i === 0 ? 0 : -1, role: 'button', 'aria-label': `neuron${d.index}` });
         const c = svg('circle', { class: 'node', cx: pos[i][0], cy: pos[i][1], r });
         const title = svg('title', {});
         g.append(c, title);
@@ -780,10 +782,17 @@
         g.addEventListener('mouseenter', describe);
         g.addEventListener('focus', describe);
         g.addEventListener('keydown', (ev) => {
-          if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); select({ kind: 'device', id: i }); }
+          if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); select({ kind: 'device', id: i }); return; }
+          const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[ev.key];
+          if (!step) return;
+          ev.preventDefault();
+          const j = (i + step + nodes.length) % nodes.length;
+          g.setAttribute('tabindex', '-1');
+          nodes[j].g.setAttribute('tabindex', '0');
+          nodes[j].g.focus();
         });
         gNodes.append(g);
-        nodes.push({ c, title });
+        nodes.push({ c, title, g });
       });
     }
 
