@@ -1,40 +1,75 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <sqlite3.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/chunk.h"
+#include "storage/store-internal.h"
 
-/* Schema 1: one row per sample. Labels are a JSON object so that
- * `sqlite3 neurond.db` users can filter with json_extract(). */
-#define STORE_SCHEMA_VERSION 1
-
+/* Schema 2 (docs/storage.md): series with JSON labels so that
+ * `sqlite3 neurond.db` users can filter with json_extract(); raw samples as
+ * one compressed chunk per series and span; the open chunk's ticks in
+ * recent, one row per tick, so that every tick is durable at once; rollup
+ * rows a person can read; meta for the rollup watermark. */
 static const char schema_sql[] =
         "CREATE TABLE IF NOT EXISTS series ("
         "  id INTEGER PRIMARY KEY,"
         "  metric TEXT NOT NULL,"
         "  labels TEXT NOT NULL,"
         "  UNIQUE (metric, labels));"
-        "CREATE TABLE IF NOT EXISTS samples ("
-        "  series_id INTEGER NOT NULL REFERENCES series(id),"
+        "CREATE TABLE IF NOT EXISTS chunks ("
+        "  series_id INTEGER NOT NULL,"
+        "  start_ts INTEGER NOT NULL,"
+        "  end_ts INTEGER NOT NULL,"
+        "  count INTEGER NOT NULL,"
+        "  data BLOB NOT NULL,"
+        "  PRIMARY KEY (series_id, start_ts)) WITHOUT ROWID;"
+        "CREATE TABLE IF NOT EXISTS recent ("
+        "  ts INTEGER PRIMARY KEY,"
+        "  data BLOB NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS rollup_1m ("
+        "  series_id INTEGER NOT NULL,"
         "  ts INTEGER NOT NULL,"
-        "  value REAL NOT NULL,"
-        "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;";
+        "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
+        "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
+        "CREATE TABLE IF NOT EXISTS rollup_1h ("
+        "  series_id INTEGER NOT NULL,"
+        "  ts INTEGER NOT NULL,"
+        "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
+        "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
+        "CREATE TABLE IF NOT EXISTS meta ("
+        "  key TEXT PRIMARY KEY,"
+        "  value INTEGER NOT NULL);";
 
-struct store {
-        sqlite3 *db;        /* the tick loop's connection */
-        sqlite3 *read_db;   /* queries' connection, serialised by read_lock */
-        pthread_mutex_t read_lock;
-        sqlite3_stmt *insert;
-        int64_t *series_ids; /* registered series index -> series.id */
-        size_t n_series;
+/* Samples per chunk at most, and ticks kept in memory at most while the
+ * database cannot be written. */
+#define CHUNK_TICKS_MAX 320
+#define BUFFER_TICKS_MAX (2 * CHUNK_TICKS_MAX)
+#define BACKOFF_MAX_TICKS 64
+
+static const char *const rollup_merge_sql[2] = {
+        "INSERT INTO rollup_1m(series_id, ts, min, max, sum, count, last) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+        "ON CONFLICT (series_id, ts) DO UPDATE SET min = min(min, excluded.min), max = max(max, excluded.max), "
+        "sum = sum + excluded.sum, count = count + excluded.count, last = excluded.last",
+        "INSERT INTO rollup_1h(series_id, ts, min, max, sum, count, last) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+        "ON CONFLICT (series_id, ts) DO UPDATE SET min = min(min, excluded.min), max = max(max, excluded.max), "
+        "sum = sum + excluded.sum, count = count + excluded.count, last = excluded.last",
 };
 
-static int errno_from_sqlite(int rc) {
+void store_options_init(struct store_options *o) {
+        *o = (struct store_options){
+                .raw_retention_ms = 48LL * 3600 * 1000,
+                .minute_retention_ms = 30LL * 24 * 3600 * 1000,
+                .hour_retention_ms = 365LL * 24 * 3600 * 1000,
+                .size_cap_bytes = 1ULL << 30,
+                .chunk_ms = 5 * STORE_MINUTE_MS,
+        };
+}
+
+int store_errno_from_sqlite(int rc) {
         switch (rc & 0xff) {
         case SQLITE_OK:
         case SQLITE_DONE:
@@ -53,6 +88,9 @@ static int errno_from_sqlite(int rc) {
         case SQLITE_PERM:
         case SQLITE_AUTH:
                 return -EACCES;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+                return -EUCLEAN;
         case SQLITE_MISUSE:
         case SQLITE_RANGE:
         case SQLITE_ERROR:
@@ -63,7 +101,33 @@ static int errno_from_sqlite(int rc) {
 }
 
 static int exec(sqlite3 *db, const char *sql) {
-        return errno_from_sqlite(sqlite3_exec(db, sql, NULL, NULL, NULL));
+        return store_errno_from_sqlite(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret) {
+        return store_errno_from_sqlite(sqlite3_prepare_v2(db, sql, -1, ret, NULL));
+}
+
+/* Runs a statement that returns one integer, or none (then 0). */
+static int query_int(sqlite3 *db, const char *sql, int64_t *ret) {
+        sqlite3_stmt *st = NULL;
+        int r = prepare(db, sql, &st);
+        if (r < 0)
+                return r;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+                *ret = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        } else {
+                r = store_errno_from_sqlite(rc);
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int step_done(sqlite3_stmt *st) {
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_errno_from_sqlite(rc);
 }
 
 static int open_connection(const char *path, int flags, sqlite3 **ret) {
@@ -71,69 +135,373 @@ static int open_connection(const char *path, int flags, sqlite3 **ret) {
         int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK) {
                 sqlite3_close(db);
-                return errno_from_sqlite(rc);
+                return store_errno_from_sqlite(rc);
         }
         sqlite3_busy_timeout(db, 5000);
         *ret = db;
         return 0;
 }
 
-int store_open(const char *path, struct store **ret) {
-        struct store *s = calloc(1, sizeof(*s));
-        int r;
-
-        if (!s)
-                return -ENOMEM;
-        pthread_mutex_init(&s->read_lock, NULL);
-        r = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
-        if (r < 0)
-                goto fail;
-        r = exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-        if (r < 0)
-                goto fail;
-
+static int set_meta(struct store *s, const char *key, int64_t value) {
         sqlite3_stmt *st = NULL;
-        r = errno_from_sqlite(sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL));
+        int r = prepare(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", &st);
         if (r < 0)
-                goto fail;
-        int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+                return r;
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, value);
+        r = step_done(st);
         sqlite3_finalize(st);
-        if (version > STORE_SCHEMA_VERSION) {
-                r = -EPROTONOSUPPORT;
-                goto fail;
-        }
-        r = exec(s->db, "BEGIN");
-        if (r == 0)
-                r = exec(s->db, schema_sql);
-        if (r == 0)
-                r = exec(s->db, "PRAGMA user_version = 1");
-        if (r == 0)
-                r = exec(s->db, "COMMIT");
-        if (r < 0)
-                goto fail;
-
-        r = errno_from_sqlite(sqlite3_prepare_v3(s->db, "INSERT OR REPLACE INTO samples(series_id, ts, value) VALUES (?, ?, ?)",
-                                                 -1, SQLITE_PREPARE_PERSISTENT, &s->insert, NULL));
-        if (r < 0)
-                goto fail;
-        r = open_connection(path, SQLITE_OPEN_READONLY, &s->read_db);
-        if (r < 0)
-                goto fail;
-        *ret = s;
-        return 0;
-fail:
-        store_close(s);
         return r;
 }
+
+/* Writes one cell into a rollup tier, merging with what is there: cells
+ * only ever carry samples not yet counted (see rolled_ms), so a minute
+ * that a restart split in two adds up right. */
+static int rollup_write(sqlite3_stmt *st, int64_t series_id, int64_t ts, const struct rollup_cell *c) {
+        sqlite3_bind_int64(st, 1, series_id);
+        sqlite3_bind_int64(st, 2, ts);
+        sqlite3_bind_double(st, 3, c->min);
+        sqlite3_bind_double(st, 4, c->max);
+        sqlite3_bind_double(st, 5, c->sum);
+        sqlite3_bind_int64(st, 6, c->count);
+        sqlite3_bind_double(st, 7, c->last);
+        return step_done(st);
+}
+
+/* Adds samples (ts ascending) of one series to the 1 min and 1 h rollups. */
+static int rollup_samples(sqlite3_stmt *const merge[2], int64_t series_id, const int64_t *ts, const double *v,
+                          size_t n) {
+        static const int64_t res[2] = { STORE_MINUTE_MS, STORE_HOUR_MS };
+        for (int tier = 0; tier < 2; tier++) {
+                struct rollup_cell cell = { 0 };
+                int64_t bucket = 0;
+                for (size_t i = 0; i < n; i++) {
+                        int64_t b = ts[i] - ts[i] % res[tier];
+                        if (cell.count > 0 && b != bucket) {
+                                int r = rollup_write(merge[tier], series_id, bucket, &cell);
+                                if (r < 0)
+                                        return r;
+                                cell = (struct rollup_cell){ 0 };
+                        }
+                        bucket = b;
+                        rollup_cell_add(&cell, v[i]);
+                }
+                if (cell.count > 0) {
+                        int r = rollup_write(merge[tier], series_id, bucket, &cell);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Writes samples (ts ascending) of one series as chunks, split at chunk
+ * span boundaries and at CHUNK_TICKS_MAX samples. */
+static int chunk_samples(struct store *s, sqlite3_stmt *insert, int64_t series_id, const int64_t *ts,
+                         const double *v, size_t n) {
+        size_t at = 0;
+        while (at < n) {
+                size_t end = at + 1;
+                int64_t span = ts[at] - ts[at] % s->opt.chunk_ms;
+                while (end < n && end - at < CHUNK_TICKS_MAX && ts[end] - ts[end] % s->opt.chunk_ms == span)
+                        end++;
+                uint8_t *data = NULL;
+                size_t size = 0;
+                int r = chunk_encode(ts + at, v + at, end - at, &data, &size);
+                if (r < 0)
+                        return r;
+                sqlite3_bind_int64(insert, 1, series_id);
+                sqlite3_bind_int64(insert, 2, ts[at]);
+                sqlite3_bind_int64(insert, 3, ts[end - 1]);
+                sqlite3_bind_int64(insert, 4, (int64_t) (end - at));
+                sqlite3_bind_blob(insert, 5, data, (int) size, SQLITE_STATIC);
+                r = step_done(insert);
+                sqlite3_clear_bindings(insert);
+                free(data);
+                if (r < 0)
+                        return r;
+                at = end;
+        }
+        return 0;
+}
+
+struct triple {
+        int64_t id, ts;
+        double v;
+};
+
+static int triple_cmp(const void *a, const void *b) {
+        const struct triple *x = a, *y = b;
+        if (x->id != y->id)
+                return x->id < y->id ? -1 : 1;
+        return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static uint32_t get_le32(const uint8_t *p) {
+        return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+static double get_double(const uint8_t *p) {
+        uint64_t u = 0;
+        for (int i = 7; i >= 0; i--)
+                u = u << 8 | p[i];
+        double v;
+        memcpy(&v, &u, sizeof(v));
+        return v;
+}
+
+static int prepare_writers(struct store *s, sqlite3_stmt **insert, sqlite3_stmt *merge[2]) {
+        int r = prepare(s->db, "INSERT OR REPLACE INTO chunks(series_id, start_ts, end_ts, count, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        insert);
+        if (r == 0)
+                r = prepare(s->db, rollup_merge_sql[0], &merge[0]);
+        if (r == 0)
+                r = prepare(s->db, rollup_merge_sql[1], &merge[1]);
+        return r;
+}
+
+/* Moves every sample of the recent table into chunks and rollups, inside
+ * the caller's transaction: on open (after a crash or a clean stop) and
+ * on close, so that an open chunk never outlives the process that wrote it
+ * and the series set may change between runs. */
+static int close_out_recent(struct store *s) {
+        sqlite3_stmt *sel = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
+        struct triple *all = NULL;
+        size_t n = 0, cap = 0;
+        int64_t rolled = INT64_MIN, max_ts = INT64_MIN;
+        int r, rc;
+
+        r = query_int(s->db, "SELECT value FROM meta WHERE key = 'rolled_ms'", &rolled);
+        if (r < 0)
+                return r;
+        r = prepare(s->db, "SELECT ts, data FROM recent ORDER BY ts", &sel);
+        while (r == 0 && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+                int64_t ts = sqlite3_column_int64(sel, 0);
+                const uint8_t *p = sqlite3_column_blob(sel, 1);
+                size_t entries = (size_t) sqlite3_column_bytes(sel, 1) / STORE_RECENT_ENTRY;
+                if (n + entries > cap) {
+                        cap = (n + entries) * 2;
+                        struct triple *grown = realloc(all, cap * sizeof(*grown));
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        all = grown;
+                }
+                for (size_t e = 0; e < entries; e++, p += STORE_RECENT_ENTRY)
+                        all[n++] = (struct triple){ .id = get_le32(p), .ts = ts, .v = get_double(p + 4) };
+                if (ts > max_ts)
+                        max_ts = ts;
+        }
+        if (r == 0 && rc != SQLITE_DONE)
+                r = store_errno_from_sqlite(rc);
+        sqlite3_finalize(sel);
+        if (r < 0 || n == 0)
+                goto out;
+        qsort(all, n, sizeof(*all), triple_cmp);
+
+        int64_t *ts = malloc(n * sizeof(*ts));
+        double *v = malloc(n * sizeof(*v));
+        if (!ts || !v)
+                r = -ENOMEM;
+        if (r == 0)
+                r = prepare_writers(s, &insert, merge);
+        for (size_t at = 0; at < n && r == 0;) {
+                size_t k = 0, from = 0;
+                int64_t id = all[at].id;
+                for (; at < n && all[at].id == id; at++, k++) {
+                        ts[k] = all[at].ts;
+                        v[k] = all[at].v;
+                        if (ts[k] < rolled)
+                                from = k + 1;
+                }
+                r = chunk_samples(s, insert, id, ts, v, k);
+                if (r == 0)
+                        r = rollup_samples(merge, id, ts + from, v + from, k - from);
+        }
+        free(ts);
+        free(v);
+        if (r == 0)
+                r = exec(s->db, "DELETE FROM recent");
+        if (r == 0 && max_ts + 1 > rolled)
+                r = set_meta(s, "rolled_ms", max_ts + 1);
+out:
+        if (r == 0 && max_ts + 1 > s->rolled_ms)
+                s->rolled_ms = max_ts + 1;
+        sqlite3_finalize(insert);
+        sqlite3_finalize(merge[0]);
+        sqlite3_finalize(merge[1]);
+        free(all);
+        return r;
+}
+
+/* Schema 1 kept one row per sample in samples(series_id, ts, value). */
+static int migrate_from_1(struct store *s) {
+        sqlite3_stmt *sel = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
+        int64_t *ts = NULL, cur = -1;
+        double *v = NULL;
+        size_t n = 0, cap = 0;
+        int r, rc;
+
+        r = prepare_writers(s, &insert, merge);
+        if (r == 0)
+                r = prepare(s->db, "SELECT series_id, ts, value FROM samples ORDER BY series_id, ts", &sel);
+        while (r == 0) {
+                rc = sqlite3_step(sel);
+                int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 0) : -1;
+                if (n > 0 && id != cur) {
+                        r = chunk_samples(s, insert, cur, ts, v, n);
+                        if (r == 0)
+                                r = rollup_samples(merge, cur, ts, v, n);
+                        n = 0;
+                }
+                if (rc != SQLITE_ROW) {
+                        if (r == 0 && rc != SQLITE_DONE)
+                                r = store_errno_from_sqlite(rc);
+                        break;
+                }
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 4096;
+                        int64_t *t2 = realloc(ts, cap * sizeof(*t2));
+                        if (t2)
+                                ts = t2;
+                        double *v2 = realloc(v, cap * sizeof(*v2));
+                        if (v2)
+                                v = v2;
+                        if (!t2 || !v2) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                }
+                cur = id;
+                ts[n] = sqlite3_column_int64(sel, 1);
+                v[n++] = sqlite3_column_type(sel, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(sel, 2);
+        }
+        sqlite3_finalize(sel);
+        sqlite3_finalize(insert);
+        sqlite3_finalize(merge[0]);
+        sqlite3_finalize(merge[1]);
+        free(ts);
+        free(v);
+        if (r == 0)
+                r = exec(s->db, "DROP TABLE samples");
+        return r;
+}
+
+static int check_integrity(sqlite3 *db) {
+        sqlite3_stmt *st = NULL;
+        int r = prepare(db, "PRAGMA quick_check", &st);
+        if (r < 0)
+                return r;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                const unsigned char *text = sqlite3_column_text(st, 0);
+                r = text && strcmp((const char *) text, "ok") == 0 ? 0 : -EUCLEAN;
+        } else {
+                r = store_errno_from_sqlite(rc);
+                if (r == 0)
+                        r = -EUCLEAN;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int setup_schema(struct store *s) {
+        int64_t version = 0, tables = 0;
+        int r = query_int(s->db, "PRAGMA user_version", &version);
+        if (r < 0)
+                return r;
+        if (version > STORE_SCHEMA_VERSION)
+                return -EPROTONOSUPPORT;
+        r = query_int(s->db, "SELECT count(*) FROM sqlite_master", &tables);
+        if (r < 0)
+                return r;
+        /* auto_vacuum can be chosen only before the first table exists,
+         * or by a VACUUM after a migration. */
+        if (tables == 0)
+                r = exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL");
+        if (r == 0)
+                r = exec(s->db, "BEGIN IMMEDIATE");
+        if (r == 0)
+                r = exec(s->db, schema_sql);
+        if (r == 0 && version == 1)
+                r = migrate_from_1(s);
+        if (r == 0 && version < STORE_SCHEMA_VERSION)
+                r = exec(s->db, "PRAGMA user_version = 2");
+        if (r == 0)
+                r = close_out_recent(s);
+        if (r == 0)
+                r = exec(s->db, "COMMIT");
+        if (r < 0) {
+                exec(s->db, "ROLLBACK");
+                return r;
+        }
+        int64_t vacuum_mode = 0;
+        r = query_int(s->db, "PRAGMA auto_vacuum", &vacuum_mode);
+        if (r == 0 && vacuum_mode != 2)
+                r = exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM");
+        return r;
+}
+
+int store_open_with(const char *path, const struct store_options *o, struct store **ret) {
+        struct store *s;
+        int r;
+
+        if (o->chunk_ms <= 0 || o->chunk_ms % STORE_MINUTE_MS != 0)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->opt = *o;
+        s->rolled_ms = INT64_MIN;
+        s->backoff = 1;
+        pthread_mutex_init(&s->read_lock, NULL);
+        pthread_mutex_init(&s->stats_lock, NULL);
+        r = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
+        if (r == 0)
+                r = check_integrity(s->db);
+        if (r == 0)
+                r = exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+        if (r == 0)
+                r = setup_schema(s);
+        if (r == 0)
+                r = query_int(s->db, "SELECT value FROM meta WHERE key = 'rolled_ms'", &s->rolled_ms);
+        if (r == 0)
+                r = open_connection(path, SQLITE_OPEN_READONLY, &s->read_db);
+        if (r < 0) {
+                store_close(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int store_open(const char *path, struct store **ret) {
+        struct store_options o;
+        store_options_init(&o);
+        return store_open_with(path, &o, ret);
+}
+
+static int sync_ticks(struct store *s);
 
 void store_close(struct store *s) {
         if (!s)
                 return;
-        sqlite3_finalize(s->insert);
+        if (s->db && s->n_ticks > 0 && sync_ticks(s) == 0 && exec(s->db, "BEGIN IMMEDIATE") == 0) {
+                if (close_out_recent(s) == 0)
+                        exec(s->db, "COMMIT");
+                else
+                        exec(s->db, "ROLLBACK");
+        }
         sqlite3_close(s->read_db);
         sqlite3_close(s->db);
         pthread_mutex_destroy(&s->read_lock);
+        pthread_mutex_destroy(&s->stats_lock);
         free(s->series_ids);
+        free(s->by_id);
+        free(s->tick_ts);
+        free(s->values);
+        free(s->valid);
         free(s);
 }
 
@@ -152,7 +520,7 @@ static int series_upsert(struct store *s, const struct series_desc *d, int64_t *
         const struct metric_desc *m = &metric_table[d->metric];
         size_t n_labels = metric_label_count(m);
         sqlite3_stmt *st = NULL;
-        int r = errno_from_sqlite(sqlite3_prepare_v2(s->db, sql[n_labels], -1, &st, NULL));
+        int r = prepare(s->db, sql[n_labels], &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
@@ -164,180 +532,346 @@ static int series_upsert(struct store *s, const struct series_desc *d, int64_t *
         if (rc == SQLITE_ROW)
                 *ret_id = sqlite3_column_int64(st, 0);
         else
-                r = errno_from_sqlite(rc == SQLITE_DONE ? SQLITE_ERROR : rc);
+                r = store_errno_from_sqlite(rc == SQLITE_DONE ? SQLITE_ERROR : rc);
         sqlite3_finalize(st);
         return r;
 }
 
+static const int64_t *sort_ids;
+
+static int by_id_cmp(const void *a, const void *b) {
+        int64_t x = sort_ids[*(const uint32_t *) a], y = sort_ids[*(const uint32_t *) b];
+        return x < y ? -1 : x > y;
+}
+
 int store_register_series(struct store *s, const struct series_desc *series, size_t n) {
         int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-        int r;
+        uint32_t *by_id = calloc(n ? n : 1, sizeof(*by_id));
+        int64_t *tick_ts = calloc(BUFFER_TICKS_MAX, sizeof(*tick_ts));
+        double *values = calloc(BUFFER_TICKS_MAX * (n ? n : 1), sizeof(*values));
+        uint8_t *valid = calloc(BUFFER_TICKS_MAX * (n ? n : 1), 1);
+        int r = 0;
 
-        if (!ids)
-                return -ENOMEM;
-        r = exec(s->db, "BEGIN");
-        for (size_t i = 0; i < n && r == 0; i++)
+        if (!ids || !by_id || !tick_ts || !values || !valid)
+                r = -ENOMEM;
+        /* Ticks buffered for the old series go to the database first. */
+        if (r == 0 && s->n_ticks > 0) {
+                r = sync_ticks(s);
+                if (r == 0)
+                        r = exec(s->db, "BEGIN IMMEDIATE");
+                if (r == 0) {
+                        r = close_out_recent(s);
+                        r = exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK") < 0 && r == 0 ? -EIO : r;
+                }
+                if (r == 0)
+                        s->n_ticks = s->n_durable = 0;
+        }
+        if (r == 0)
+                r = exec(s->db, "BEGIN");
+        for (size_t i = 0; i < n && r == 0; i++) {
                 r = series_upsert(s, &series[i], &ids[i]);
+                by_id[i] = (uint32_t) i;
+                if (r == 0 && ids[i] > UINT32_MAX)
+                        r = -ERANGE;
+        }
         if (r == 0)
                 r = exec(s->db, "COMMIT");
         if (r < 0) {
                 exec(s->db, "ROLLBACK");
                 free(ids);
+                free(by_id);
+                free(tick_ts);
+                free(values);
+                free(valid);
                 return r;
         }
+        sort_ids = ids;
+        qsort(by_id, n, sizeof(*by_id), by_id_cmp);
         free(s->series_ids);
+        free(s->by_id);
+        free(s->tick_ts);
+        free(s->values);
+        free(s->valid);
         s->series_ids = ids;
+        s->by_id = by_id;
+        s->tick_ts = tick_ts;
+        s->values = values;
+        s->valid = valid;
         s->n_series = n;
+        s->cap_ticks = BUFFER_TICKS_MAX;
         return 0;
 }
 
-int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n) {
+static void put_le32(uint8_t *p, uint32_t v) {
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static void put_double(uint8_t *p, double v) {
+        uint64_t u;
+        memcpy(&u, &v, sizeof(u));
+        for (int i = 0; i < 8; i++)
+                p[i] = (uint8_t) (u >> (8 * i));
+}
+
+/* Gathers series i's valid samples of ticks [from, to) with ts in
+ * [lo, hi) into ts/v; returns how many. */
+static size_t gather(const struct store *s, size_t i, size_t from, size_t to, int64_t lo, int64_t hi, int64_t *ts,
+                     double *v) {
+        size_t k = 0;
+        for (size_t t = from; t < to; t++) {
+                size_t at = t * s->n_series + i;
+                if (s->valid[at] && s->tick_ts[t] >= lo && s->tick_ts[t] < hi) {
+                        ts[k] = s->tick_ts[t];
+                        v[k++] = s->values[at];
+                }
+        }
+        return k;
+}
+
+static int64_t used_bytes(struct store *s) {
+        int64_t pages = 0, free_pages = 0, page_size = 0;
+        if (query_int(s->db, "PRAGMA page_count", &pages) < 0 || query_int(s->db, "PRAGMA freelist_count", &free_pages) < 0 ||
+            query_int(s->db, "PRAGMA page_size", &page_size) < 0)
+                return 0;
+        return (pages - free_pages) * page_size;
+}
+
+/* Deletes rows of one tier older than cutoff, series by series so that
+ * every delete is a range of the primary key. */
+static int delete_older(struct store *s, const char *table, const char *column, int64_t cutoff) {
+        char sql[160];
+        sqlite3_stmt *st = NULL;
+        snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE series_id = ?1 AND %s < ?2", table, column);
+        int r = prepare(s->db, sql, &st);
+        sqlite3_stmt *ids = NULL;
+        if (r == 0)
+                r = prepare(s->db, "SELECT id FROM series", &ids);
+        int rc;
+        while (r == 0 && (rc = sqlite3_step(ids)) == SQLITE_ROW) {
+                sqlite3_bind_int64(st, 1, sqlite3_column_int64(ids, 0));
+                sqlite3_bind_int64(st, 2, cutoff);
+                r = step_done(st);
+        }
+        if (r == 0 && rc != SQLITE_DONE)
+                r = store_errno_from_sqlite(rc);
+        sqlite3_finalize(ids);
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int oldest(struct store *s, const char *table, const char *column, int64_t *ret) {
+        char sql[200];
+        snprintf(sql, sizeof(sql), "SELECT min((SELECT min(%s) FROM %s WHERE series_id = series.id)) FROM series",
+                 column, table);
+        return query_int(s->db, sql, ret);
+}
+
+/* Age limits per tier, then the size cap: the oldest raw chunks go first
+ * (the rollups still cover their time), then the oldest minutes, then
+ * hours, a slice at a time. Freed pages are given back to the file system
+ * by incremental vacuum. Runs inside the caller's transaction. */
+static int enforce_retention(struct store *s, int64_t now_ms) {
+        static const struct {
+                const char *table, *column;
+                int64_t slice_ms;
+        } tiers[] = {
+                { "chunks", "start_ts", STORE_HOUR_MS },
+                { "rollup_1m", "ts", 24LL * STORE_HOUR_MS },
+                { "rollup_1h", "ts", 7LL * 24 * STORE_HOUR_MS },
+        };
+        const int64_t keep[] = { s->opt.raw_retention_ms, s->opt.minute_retention_ms, s->opt.hour_retention_ms };
+        int r = 0;
+
+        for (size_t t = 0; t < 3 && r == 0; t++)
+                r = delete_older(s, tiers[t].table, tiers[t].column, now_ms - keep[t]);
+        for (size_t t = 0; t < 3 && r == 0 && s->opt.size_cap_bytes > 0;) {
+                if (used_bytes(s) <= (int64_t) s->opt.size_cap_bytes)
+                        break;
+                int64_t from = 0;
+                r = oldest(s, tiers[t].table, tiers[t].column, &from);
+                /* An empty tier answers NULL, read as 0. */
+                if (r == 0 && from == 0) {
+                        t++;
+                        continue;
+                }
+                if (r == 0)
+                        r = delete_older(s, tiers[t].table, tiers[t].column, from + tiers[t].slice_ms);
+        }
+        return r;
+}
+
+/* Writes what the buffer holds and the database lacks, in one
+ * transaction: the ticks not yet in recent, the rollup cells of minutes
+ * that ended, and the chunks of a span that ended. The in-memory state
+ * changes only after the commit, so a failed attempt is simply retried. */
+static int sync_ticks(struct store *s) {
+        sqlite3_stmt *recent = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
+        int64_t *ts = NULL;
+        double *v = NULL;
+        uint8_t *blob = NULL;
+        int64_t newest = s->tick_ts[s->n_ticks - 1];
+        int64_t roll_to = newest - newest % STORE_MINUTE_MS;
+        size_t n_chunk = 0;
+        bool retention = false;
         int r;
 
-        if (n != s->n_series)
-                return -EINVAL;
-        r = exec(s->db, "BEGIN");
-        for (size_t i = 0; i < n && r == 0; i++) {
-                if (!valid[i])
-                        continue;
-                sqlite3_bind_int64(s->insert, 1, s->series_ids[i]);
-                sqlite3_bind_int64(s->insert, 2, timestamp_ms);
-                sqlite3_bind_double(s->insert, 3, values[i]);
-                r = errno_from_sqlite(sqlite3_step(s->insert));
-                sqlite3_reset(s->insert);
+        ts = malloc(s->n_ticks * sizeof(*ts));
+        v = malloc(s->n_ticks * sizeof(*v));
+        blob = malloc(s->n_series * STORE_RECENT_ENTRY + 1);
+        if (!ts || !v || !blob) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = exec(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                goto out;
+        r = prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &recent);
+        for (size_t t = s->n_durable; t < s->n_ticks && r == 0; t++) {
+                size_t len = 0;
+                for (size_t k = 0; k < s->n_series; k++) {
+                        size_t i = s->by_id[k], at = t * s->n_series + i;
+                        if (!s->valid[at])
+                                continue;
+                        put_le32(blob + len, (uint32_t) s->series_ids[i]);
+                        put_double(blob + len + 4, s->values[at]);
+                        len += STORE_RECENT_ENTRY;
+                }
+                sqlite3_bind_int64(recent, 1, s->tick_ts[t]);
+                sqlite3_bind_blob(recent, 2, blob, (int) len, SQLITE_STATIC);
+                r = step_done(recent);
+        }
+        if (r == 0 && (roll_to > s->rolled_ms || s->n_ticks >= CHUNK_TICKS_MAX))
+                r = prepare_writers(s, &insert, merge);
+        /* Minutes that ended: their samples not yet rolled up. */
+        if (r == 0 && roll_to > s->rolled_ms) {
+                for (size_t i = 0; i < s->n_series && r == 0; i++) {
+                        size_t k = gather(s, i, 0, s->n_ticks, s->rolled_ms, roll_to, ts, v);
+                        r = rollup_samples(merge, s->series_ids[i], ts, v, k);
+                }
+                if (r == 0)
+                        r = set_meta(s, "rolled_ms", roll_to);
+        }
+        int64_t rolled = roll_to > s->rolled_ms ? roll_to : s->rolled_ms;
+        /* A chunk: leading ticks of one span, all rolled up, once the span
+         * ended or the chunk is full. */
+        int64_t span = s->tick_ts[0] - s->tick_ts[0] % s->opt.chunk_ms;
+        while (n_chunk < s->n_ticks && n_chunk < CHUNK_TICKS_MAX && s->tick_ts[n_chunk] < rolled &&
+               s->tick_ts[n_chunk] - s->tick_ts[n_chunk] % s->opt.chunk_ms == span)
+                n_chunk++;
+        bool span_ended = n_chunk < s->n_ticks && s->tick_ts[n_chunk] - s->tick_ts[n_chunk] % s->opt.chunk_ms != span;
+        if (!(span_ended || n_chunk == CHUNK_TICKS_MAX))
+                n_chunk = 0;
+        if (r == 0 && n_chunk > 0) {
+                for (size_t i = 0; i < s->n_series && r == 0; i++) {
+                        size_t k = gather(s, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);
+                        if (k > 0)
+                                r = chunk_samples(s, insert, s->series_ids[i], ts, v, k);
+                }
+                sqlite3_stmt *del = NULL;
+                if (r == 0)
+                        r = prepare(s->db, "DELETE FROM recent WHERE ts <= ?1", &del);
+                if (r == 0) {
+                        sqlite3_bind_int64(del, 1, s->tick_ts[n_chunk - 1]);
+                        r = step_done(del);
+                }
+                sqlite3_finalize(del);
+                /* Retention runs once per chunk span of data at most. */
+                if (r == 0 && newest - s->last_retention_ms >= s->opt.chunk_ms) {
+                        r = enforce_retention(s, newest);
+                        retention = true;
+                }
         }
         if (r == 0)
                 r = exec(s->db, "COMMIT");
-        if (r < 0)
-                exec(s->db, "ROLLBACK");
-        return r;
-}
-
-void store_result_free(struct store_result *r) {
-        if (!r)
-                return;
-        for (size_t i = 0; i < r->n_series; i++)
-                free(r->series[i].points);
-        free(r->series);
-        free(r);
-}
-
-static bool series_matches(const struct series_desc *d, const struct store_query *q) {
-        const struct metric_desc *m = &metric_table[d->metric];
-        for (size_t i = 0; i < q->n_matchers; i++) {
-                int idx = metric_label_index(m, q->matchers[i].name);
-                if (idx < 0 || strcmp(d->label_values[idx], q->matchers[i].value) != 0)
-                        return false;
-        }
-        return true;
-}
-
-static int read_points(struct store *s, int64_t series_id, const struct store_query *q, struct store_series_result *out) {
-        static const char *const sql[] = {
-                [STORE_AGG_AVG] = "SELECT (ts / ?2) * ?2 AS b, avg(value) FROM samples "
-                                  "WHERE series_id = ?1 AND ts >= ?3 AND ts <= ?4 GROUP BY b ORDER BY b",
-                [STORE_AGG_MIN] = "SELECT (ts / ?2) * ?2 AS b, min(value) FROM samples "
-                                  "WHERE series_id = ?1 AND ts >= ?3 AND ts <= ?4 GROUP BY b ORDER BY b",
-                [STORE_AGG_MAX] = "SELECT (ts / ?2) * ?2 AS b, max(value) FROM samples "
-                                  "WHERE series_id = ?1 AND ts >= ?3 AND ts <= ?4 GROUP BY b ORDER BY b",
-                [STORE_AGG_SUM] = "SELECT (ts / ?2) * ?2 AS b, sum(value) FROM samples "
-                                  "WHERE series_id = ?1 AND ts >= ?3 AND ts <= ?4 GROUP BY b ORDER BY b",
-                /* SQLite takes a bare column from the row that max() picked. */
-                [STORE_AGG_LAST] = "SELECT (ts / ?2) * ?2 AS b, value, max(ts) FROM samples "
-                                   "WHERE series_id = ?1 AND ts >= ?3 AND ts <= ?4 GROUP BY b ORDER BY b",
-        };
-        sqlite3_stmt *st = NULL;
-        size_t cap = 0;
-        int r = errno_from_sqlite(sqlite3_prepare_v2(s->read_db, sql[q->agg], -1, &st, NULL));
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, series_id);
-        sqlite3_bind_int64(st, 2, q->step_ms);
-        /* Start from the edge of the first bucket so that buckets stay aligned. */
-        sqlite3_bind_int64(st, 3, q->start_ms - q->start_ms % q->step_ms);
-        sqlite3_bind_int64(st, 4, q->end_ms);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                if (out->n_points == cap) {
-                        cap = cap ? 2 * cap : 64;
-                        struct store_point *grown = realloc(out->points, cap * sizeof(*grown));
-                        if (!grown) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        out->points = grown;
-                }
-                out->points[out->n_points++] = (struct store_point){
-                        .timestamp_ms = sqlite3_column_int64(st, 0),
-                        .value = sqlite3_column_double(st, 1),
-                };
-        }
-        if (r == 0 && rc != SQLITE_DONE)
-                r = errno_from_sqlite(rc);
-        sqlite3_finalize(st);
-        return r;
-}
-
-int store_query_range(struct store *s, const struct store_query *q, struct store_result **ret) {
-        const struct metric_desc *m = &metric_table[q->metric];
-        size_t n_labels = metric_label_count(m);
-        struct store_result *res = calloc(1, sizeof(*res));
-        sqlite3_stmt *st = NULL;
-        size_t cap = 0;
-        int r, rc;
-
-        if (!res)
-                return -ENOMEM;
-        if (q->step_ms <= 0 || q->start_ms > q->end_ms) {
-                free(res);
-                return -EINVAL;
-        }
-        pthread_mutex_lock(&s->read_lock);
-        r = errno_from_sqlite(sqlite3_prepare_v2(s->read_db,
-                                                 "SELECT id, json_extract(labels, '$.' || ?2), json_extract(labels, '$.' || ?3),"
-                                                 " json_extract(labels, '$.' || ?4) FROM series WHERE metric = ?1 ORDER BY id",
-                                                 -1, &st, NULL));
-        if (r < 0)
-                goto out;
-        sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
-        for (size_t i = 0; i < n_labels; i++)
-                sqlite3_bind_text(st, 2 + (int) i, m->labels[i], -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct series_desc d = { .metric = q->metric };
-                for (size_t i = 0; i < n_labels; i++) {
-                        const unsigned char *v = sqlite3_column_text(st, 1 + (int) i);
-                        snprintf(d.label_values[i], sizeof(d.label_values[i]), "%s", v ? (const char *) v : "");
-                }
-                if (!series_matches(&d, q))
-                        continue;
-                if (res->n_series == cap) {
-                        cap = cap ? 2 * cap : 16;
-                        struct store_series_result *grown = realloc(res->series, cap * sizeof(*grown));
-                        if (!grown) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        res->series = grown;
-                }
-                struct store_series_result *out = &res->series[res->n_series++];
-                *out = (struct store_series_result){ .desc = d };
-                r = read_points(s, sqlite3_column_int64(st, 0), q, out);
-                if (r < 0)
-                        goto out;
-                /* Series with no samples in the window are left out, as Prometheus does. */
-                if (out->n_points == 0)
-                        res->n_series--;
-        }
-        if (rc != SQLITE_DONE)
-                r = errno_from_sqlite(rc);
-out:
-        sqlite3_finalize(st);
-        /* End the read transaction so the WAL can be checkpointed. */
-        pthread_mutex_unlock(&s->read_lock);
         if (r < 0) {
-                store_result_free(res);
-                return r;
+                exec(s->db, "ROLLBACK");
+                goto out;
         }
-        *ret = res;
-        return 0;
+        s->rolled_ms = rolled;
+        if (retention) {
+                s->last_retention_ms = newest;
+                /* Gives freed pages back; harmless when it fails. */
+                exec(s->db, "PRAGMA incremental_vacuum");
+        }
+        if (n_chunk > 0) {
+                memmove(s->tick_ts, s->tick_ts + n_chunk, (s->n_ticks - n_chunk) * sizeof(*s->tick_ts));
+                memmove(s->values, s->values + n_chunk * s->n_series,
+                        (s->n_ticks - n_chunk) * s->n_series * sizeof(*s->values));
+                memmove(s->valid, s->valid + n_chunk * s->n_series, (s->n_ticks - n_chunk) * s->n_series);
+                s->n_ticks -= n_chunk;
+        }
+        s->n_durable = s->n_ticks;
+out:
+        sqlite3_finalize(recent);
+        sqlite3_finalize(insert);
+        sqlite3_finalize(merge[0]);
+        sqlite3_finalize(merge[1]);
+        free(ts);
+        free(v);
+        free(blob);
+        return r;
+}
+
+static void drop_oldest_tick(struct store *s) {
+        memmove(s->tick_ts, s->tick_ts + 1, (s->n_ticks - 1) * sizeof(*s->tick_ts));
+        memmove(s->values, s->values + s->n_series, (s->n_ticks - 1) * s->n_series * sizeof(*s->values));
+        memmove(s->valid, s->valid + s->n_series, (s->n_ticks - 1) * s->n_series);
+        s->n_ticks--;
+        if (s->n_durable > 0)
+                s->n_durable--;
+        pthread_mutex_lock(&s->stats_lock);
+        s->stats.ticks_dropped++;
+        pthread_mutex_unlock(&s->stats_lock);
+}
+
+int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n) {
+        int r = 0;
+
+        if (n != s->n_series || !s->tick_ts)
+                return -EINVAL;
+        if (s->n_ticks > 0 && timestamp_ms <= s->tick_ts[s->n_ticks - 1])
+                return -EINVAL;
+        if (s->n_ticks == s->cap_ticks)
+                drop_oldest_tick(s);
+        s->tick_ts[s->n_ticks] = timestamp_ms;
+        memcpy(s->values + s->n_ticks * n, values, n * sizeof(*values));
+        memcpy(s->valid + s->n_ticks * n, valid, n);
+        s->n_ticks++;
+        s->ticks_seen++;
+
+        /* While degraded, retry after 1, 2, 4 ... ticks, at most 64. */
+        pthread_mutex_lock(&s->stats_lock);
+        s->stats.newest_ms = timestamp_ms;
+        bool wait = s->stats.degraded && s->ticks_seen < s->retry_at;
+        r = s->stats.last_error;
+        pthread_mutex_unlock(&s->stats_lock);
+        if (wait)
+                return r;
+
+        r = sync_ticks(s);
+        pthread_mutex_lock(&s->stats_lock);
+        s->stats.degraded = r < 0;
+        s->stats.last_error = r;
+        if (r < 0) {
+                s->stats.write_errors++;
+                s->retry_at = s->ticks_seen + s->backoff;
+                s->backoff = s->backoff * 2 > BACKOFF_MAX_TICKS ? BACKOFF_MAX_TICKS : s->backoff * 2;
+        } else {
+                s->backoff = 1;
+        }
+        pthread_mutex_unlock(&s->stats_lock);
+        return r;
+}
+
+void store_get_stats(struct store *s, struct store_stats *ret) {
+        pthread_mutex_lock(&s->stats_lock);
+        *ret = s->stats;
+        pthread_mutex_unlock(&s->stats_lock);
+}
+
+int store_set_page_limit(struct store *s, int64_t max_pages) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long) (max_pages > 0 ? max_pages : 4294967294LL));
+        return exec(s->db, sql);
 }

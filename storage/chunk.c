@@ -1,0 +1,264 @@
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/chunk.h"
+
+/* Layout: byte 0 the value mode, bytes 1-4 the sample count (little
+ * endian), then a bit stream, most significant bit first: the first
+ * timestamp in 64 bits, then per further sample a delta-of-delta class;
+ * values follow per sample, interleaved with the timestamps. */
+enum chunk_mode {
+        CHUNK_XOR = 1,
+        CHUNK_INT = 2,
+};
+
+#define CHUNK_MAX_SAMPLES (1u << 24)
+#define INT_EXACT_MAX 9007199254740992.0 /* 2^53 */
+
+struct bit_writer {
+        uint8_t *data;
+        size_t cap, bits;
+};
+
+struct bit_reader {
+        const uint8_t *data;
+        size_t size_bits, pos;
+        bool overrun;
+};
+
+static int writer_put(struct bit_writer *w, uint64_t value, unsigned nbits) {
+        if ((w->bits + nbits + 7) / 8 > w->cap) {
+                size_t cap = w->cap * 2 + 64;
+                uint8_t *grown = realloc(w->data, cap);
+                if (!grown)
+                        return -ENOMEM;
+                memset(grown + w->cap, 0, cap - w->cap);
+                w->data = grown;
+                w->cap = cap;
+        }
+        while (nbits > 0) {
+                unsigned free_bits = 8 - (unsigned) (w->bits % 8);
+                unsigned take = nbits < free_bits ? nbits : free_bits;
+                uint8_t part = (uint8_t) ((value >> (nbits - take)) & ((1u << take) - 1));
+                w->data[w->bits / 8] |= (uint8_t) (part << (free_bits - take));
+                w->bits += take;
+                nbits -= take;
+        }
+        return 0;
+}
+
+static uint64_t reader_get(struct bit_reader *r, unsigned nbits) {
+        uint64_t value = 0;
+        if (r->pos + nbits > r->size_bits) {
+                r->overrun = true;
+                return 0;
+        }
+        while (nbits > 0) {
+                unsigned avail = 8 - (unsigned) (r->pos % 8);
+                unsigned take = nbits < avail ? nbits : avail;
+                uint8_t byte = r->data[r->pos / 8];
+                uint64_t part = (byte >> (avail - take)) & ((1u << take) - 1);
+                value = (value << take) | part;
+                r->pos += take;
+                nbits -= take;
+        }
+        return value;
+}
+
+static uint64_t zigzag(int64_t v) {
+        return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v) {
+        return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
+}
+
+/* Delta-of-delta classes: a '0' for no change, else a unary prefix picks the
+ * width of the zigzag payload. Sized for millisecond stamps with jitter. */
+static const struct {
+        unsigned prefix_bits, prefix, width;
+} dod_class[] = {
+        { 2, 0x2, 7 }, { 3, 0x6, 9 }, { 4, 0xe, 12 }, { 5, 0x1e, 20 }, { 5, 0x1f, 64 },
+};
+
+static int put_dod(struct bit_writer *w, int64_t dod) {
+        if (dod == 0)
+                return writer_put(w, 0, 1);
+        uint64_t z = zigzag(dod);
+        for (size_t i = 0; i < sizeof(dod_class) / sizeof(dod_class[0]); i++) {
+                unsigned width = dod_class[i].width;
+                if (width == 64 || z < (UINT64_C(1) << width)) {
+                        int r = writer_put(w, dod_class[i].prefix, dod_class[i].prefix_bits);
+                        return r < 0 ? r : writer_put(w, z, width);
+                }
+        }
+        return -EINVAL; /* unreachable: the last class takes anything */
+}
+
+static int64_t get_dod(struct bit_reader *r) {
+        if (reader_get(r, 1) == 0)
+                return 0;
+        unsigned ones = 1;
+        while (ones < 4 && reader_get(r, 1) == 1)
+                ones++;
+        /* ones == 4 means the prefix was 1111: one more bit picks 20 or 64. */
+        unsigned width = ones == 1 ? 7 : ones == 2 ? 9 : ones == 3 ? 12 : reader_get(r, 1) ? 64 : 20;
+        return unzigzag(reader_get(r, width));
+}
+
+static uint64_t double_bits(double v) {
+        uint64_t u;
+        memcpy(&u, &v, sizeof(u));
+        return u;
+}
+
+static double bits_double(uint64_t u) {
+        double v;
+        memcpy(&v, &u, sizeof(v));
+        return v;
+}
+
+static bool exact_integer(double v) {
+        return v >= -INT_EXACT_MAX && v <= INT_EXACT_MAX && v == floor(v) && !(v == 0 && signbit(v));
+}
+
+/* Gorilla's XOR scheme: '0' same value; '10' meaningful bits fit the
+ * previous window; '11', 5 bits of leading zeros, 6 bits of length (0
+ * meaning 64), then the bits. */
+struct xor_state {
+        uint64_t prev;
+        unsigned lead, trail;
+};
+
+static int put_xor(struct bit_writer *w, struct xor_state *st, double v) {
+        uint64_t cur = double_bits(v), x = cur ^ st->prev;
+        int r;
+        st->prev = cur;
+        if (x == 0)
+                return writer_put(w, 0, 1);
+        unsigned lead = (unsigned) __builtin_clzll(x), trail = (unsigned) __builtin_ctzll(x);
+        if (lead > 31)
+                lead = 31;
+        if (st->lead + st->trail > 0 && lead >= st->lead && trail >= st->trail) {
+                r = writer_put(w, 0x2, 2);
+                return r < 0 ? r : writer_put(w, x >> st->trail, 64 - st->lead - st->trail);
+        }
+        unsigned len = 64 - lead - trail;
+        r = writer_put(w, 0x3, 2);
+        if (r == 0)
+                r = writer_put(w, lead, 5);
+        if (r == 0)
+                r = writer_put(w, len & 63, 6);
+        if (r == 0)
+                r = writer_put(w, x >> trail, len);
+        st->lead = lead;
+        st->trail = trail;
+        return r;
+}
+
+static double get_xor(struct bit_reader *r, struct xor_state *st) {
+        if (reader_get(r, 1) == 1) {
+                if (reader_get(r, 1) == 1) {
+                        st->lead = (unsigned) reader_get(r, 5);
+                        unsigned len = (unsigned) reader_get(r, 6);
+                        if (len == 0)
+                                len = 64;
+                        if (st->lead + len > 64) {
+                                r->overrun = true;
+                                return 0;
+                        }
+                        st->trail = 64 - st->lead - len;
+                }
+                unsigned len = 64 - st->lead - st->trail;
+                st->prev ^= reader_get(r, len) << st->trail;
+        }
+        return bits_double(st->prev);
+}
+
+int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **ret_data, size_t *ret_size) {
+        struct bit_writer w = { 0 };
+        struct xor_state xs = { 0 };
+        bool all_int = true;
+        int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
+        int r;
+
+        if (n == 0 || n >= CHUNK_MAX_SAMPLES)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0 && ts[i] <= ts[i - 1])
+                        return -EINVAL;
+                all_int = all_int && exact_integer(values[i]);
+        }
+        uint8_t mode = all_int ? CHUNK_INT : CHUNK_XOR;
+        r = writer_put(&w, mode, 8);
+        for (int b = 0; b < 4 && r == 0; b++)
+                r = writer_put(&w, (n >> (8 * b)) & 0xff, 8);
+        if (r == 0)
+                r = writer_put(&w, (uint64_t) ts[0], 64);
+        for (size_t i = 0; i < n && r == 0; i++) {
+                if (i > 0) {
+                        /* Wraps like the decoder for stamps far apart. */
+                        int64_t delta = (int64_t) ((uint64_t) ts[i] - (uint64_t) ts[i - 1]);
+                        r = put_dod(&w, (int64_t) ((uint64_t) delta - (uint64_t) prev_delta));
+                        prev_delta = delta;
+                        if (r < 0)
+                                break;
+                }
+                if (mode == CHUNK_INT) {
+                        int64_t v = (int64_t) values[i];
+                        int64_t delta = v - prev_int;
+                        r = put_dod(&w, delta - prev_int_delta);
+                        prev_int = v;
+                        prev_int_delta = delta;
+                } else {
+                        r = put_xor(&w, &xs, values[i]);
+                }
+        }
+        if (r < 0) {
+                free(w.data);
+                return r;
+        }
+        *ret_size = (w.bits + 7) / 8;
+        *ret_data = w.data;
+        return 0;
+}
+
+int chunk_count(const uint8_t *data, size_t size) {
+        if (size < 13 || (data[0] != CHUNK_XOR && data[0] != CHUNK_INT))
+                return -EBADMSG;
+        uint32_t n = (uint32_t) data[1] | (uint32_t) data[2] << 8 | (uint32_t) data[3] << 16 | (uint32_t) data[4] << 24;
+        if (n == 0 || n >= CHUNK_MAX_SAMPLES)
+                return -EBADMSG;
+        return (int) n;
+}
+
+int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values) {
+        int n = chunk_count(data, size);
+        if (n < 0)
+                return n;
+        struct bit_reader rd = { .data = data, .size_bits = size * 8, .pos = 40 };
+        struct xor_state xs = { 0 };
+        int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
+        uint64_t t = reader_get(&rd, 64);
+
+        for (int i = 0; i < n && !rd.overrun; i++) {
+                if (i > 0) {
+                        prev_delta = (int64_t) ((uint64_t) prev_delta + (uint64_t) get_dod(&rd));
+                        t += (uint64_t) prev_delta;
+                }
+                ts[i] = (int64_t) t;
+                if (data[0] == CHUNK_INT) {
+                        prev_int_delta += get_dod(&rd);
+                        prev_int += prev_int_delta;
+                        values[i] = (double) prev_int;
+                } else {
+                        values[i] = get_xor(&rd, &xs);
+                }
+        }
+        return rd.overrun ? -EBADMSG : n;
+}

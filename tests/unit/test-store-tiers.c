@@ -1,0 +1,474 @@
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "storage/store.h"
+
+#define N_SERIES 4
+#define T0 1700000012345LL /* not on a minute: buckets must still align */
+
+static char dir[64];
+
+static const struct series_desc series[N_SERIES] = {
+        { METRIC_CORE_UTILIZATION, { "0", "0" } },
+        { METRIC_CORE_UTILIZATION, { "0", "1" } },
+        { METRIC_DEVICE_DMA_BYTES, { "0", "read" } },
+        { METRIC_DEVICE_MEMORY_USED, { "0" } },
+};
+
+/* The test's own copy of everything appended, for naive answers. */
+struct truth {
+        size_t n;
+        int64_t ts[20000];
+        double v[20000][N_SERIES];
+        uint8_t ok[20000][N_SERIES];
+};
+static struct truth truth;
+
+static double value_at(size_t i, uint64_t t, uint8_t *valid) {
+        uint64_t h = (t + 1) * 0x9e3779b97f4a7c15ULL ^ (i + 7) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 29;
+        *valid = !(i == 1 && h % 13 == 0); /* series 1 misses some ticks */
+        switch (i) {
+        case 0:
+        case 1:
+                return (double) (h % 1000003) / 1000003.0;
+        case 2: /* a counter reset every 500 ticks */
+                return (double) ((t % 500) * 1000 + h % 777);
+        default:
+                return (double) (1000000 + 4096 * ((t / 90) % 7));
+        }
+}
+
+static void append_ticks(struct store *s, size_t count, int64_t interval_ms) {
+        for (size_t k = 0; k < count; k++) {
+                size_t t = truth.n;
+                assert_true(t < 20000);
+                truth.ts[t] = t == 0 ? T0 : truth.ts[t - 1] + interval_ms;
+                for (size_t i = 0; i < N_SERIES; i++)
+                        truth.v[t][i] = value_at(i, t, &truth.ok[t][i]);
+                assert_int_equal(store_append(s, truth.ts[t], truth.v[t], truth.ok[t], N_SERIES), 0);
+                truth.n++;
+        }
+}
+
+static void path_of(char *out, size_t size, const char *name) {
+        snprintf(out, size, "%s/%s", dir, name);
+}
+
+static struct store *open_store(const char *name, const struct store_options *o) {
+        char path[128];
+        struct store *s = NULL;
+        struct store_options def;
+        store_options_init(&def);
+        path_of(path, sizeof(path), name);
+        assert_int_equal(store_open_with(path, o ? o : &def, &s), 0);
+        assert_int_equal(store_register_series(s, series, N_SERIES), 0);
+        return s;
+}
+
+static int setup(void **state) {
+        (void) state;
+        snprintf(dir, sizeof(dir), "/tmp/test-store-XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        truth.n = 0;
+        return 0;
+}
+
+static int teardown(void **state) {
+        (void) state;
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+        return 0;
+}
+
+/* The naive answer: every bucket's aggregate over the truth. */
+static void check_query(struct store *s, size_t i, int64_t start, int64_t end, int64_t step, enum store_agg agg,
+                        bool rate) {
+        struct store_query q = {
+                .metric = series[i].metric, .start_ms = start, .end_ms = end, .step_ms = step, .agg = agg, .rate = rate,
+        };
+        const struct metric_desc *m = &metric_table[series[i].metric];
+        for (size_t l = 0; l < metric_label_count(m); l++) {
+                snprintf(q.matchers[l].name, sizeof(q.matchers[l].name), "%s", m->labels[l]);
+                snprintf(q.matchers[l].value, sizeof(q.matchers[l].value), "%s", series[i].label_values[l]);
+        }
+        q.n_matchers = metric_label_count(m);
+        struct store_result *res = NULL;
+        assert_int_equal(store_query_range(s, &q, &res), 0);
+        assert_int_equal(res->n_series, 1);
+        const struct store_series_result *sr = &res->series[0];
+        assert_string_equal(sr->desc.label_values[0], series[i].label_values[0]);
+
+        int64_t first = start - start % step;
+        size_t p = 0;
+        for (int64_t b = first; b <= end; b += step) {
+                double mn = INFINITY, mx = -INFINITY, sum = 0, last = 0, prev = NAN;
+                int64_t prev_ts = 0;
+                size_t count = 0;
+                for (size_t t = 0; t < truth.n; t++) {
+                        if (!truth.ok[t][i])
+                                continue;
+                        double v = truth.v[t][i];
+                        if (rate) {
+                                double r = v >= prev ? v - prev : v;
+                                bool have = !isnan(prev);
+                                r /= (double) (truth.ts[t] - prev_ts) / 1000.0;
+                                prev = v;
+                                prev_ts = truth.ts[t];
+                                if (!have)
+                                        continue;
+                                v = r;
+                        }
+                        if (truth.ts[t] < b || truth.ts[t] >= b + step || truth.ts[t] > end)
+                                continue;
+                        mn = fmin(mn, v);
+                        mx = fmax(mx, v);
+                        sum += v;
+                        last = v;
+                        count++;
+                }
+                if (count == 0)
+                        continue;
+                double want = agg == STORE_AGG_MIN ? mn : agg == STORE_AGG_MAX ? mx : agg == STORE_AGG_SUM ? sum
+                              : agg == STORE_AGG_LAST ? last : sum / (double) count;
+                assert_true(p < sr->n_points);
+                assert_int_equal(sr->points[p].timestamp_ms, b);
+                assert_float_equal(sr->points[p].value, want, 1e-9 * fmax(1, fabs(want)));
+                p++;
+        }
+        assert_int_equal(p, sr->n_points);
+        store_result_free(res);
+}
+
+static void store_query_range__raw_tier__matches_naive(void **state) {
+        (void) state;
+        struct store *s = open_store("raw.db", NULL);
+        append_ticks(s, 1500, 1000); /* 25 min: closed chunks and an open one */
+        for (size_t i = 0; i < N_SERIES; i++)
+                for (int agg = STORE_AGG_AVG; agg <= STORE_AGG_SUM; agg++) {
+                        check_query(s, i, T0, truth.ts[truth.n - 1], 7000, (enum store_agg) agg, false);
+                        check_query(s, i, T0 + 333333, T0 + 1222222, 1000, (enum store_agg) agg, false);
+                }
+        check_query(s, 2, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_AVG, true);
+        check_query(s, 2, T0, truth.ts[truth.n - 1], 13000, STORE_AGG_MAX, true);
+        store_close(s);
+}
+
+static void store_query_range__minute_tier__matches_naive(void **state) {
+        (void) state;
+        struct store *s = open_store("minute.db", NULL);
+        append_ticks(s, 3000, 1000);
+        /* Rollups hold complete minutes: query up to the last one. */
+        int64_t end = truth.ts[truth.n - 1];
+        end = end - end % 60000 - 1;
+        for (size_t i = 0; i < N_SERIES; i++)
+                for (int agg = STORE_AGG_AVG; agg <= STORE_AGG_SUM; agg++)
+                        check_query(s, i, T0, end, 120000, (enum store_agg) agg, false);
+        store_close(s);
+}
+
+static void store_query_range__hour_tier__matches_naive(void **state) {
+        (void) state;
+        struct store *s = open_store("hour.db", NULL);
+        append_ticks(s, 15000, 2000); /* over 8 hours */
+        int64_t end = truth.ts[truth.n - 1];
+        end = end - end % 60000 - 1;
+        for (size_t i = 0; i < N_SERIES; i++)
+                for (int agg = STORE_AGG_AVG; agg <= STORE_AGG_SUM; agg++)
+                        check_query(s, i, T0, end, 3600000, (enum store_agg) agg, false);
+        store_close(s);
+        /* After a clean stop the partial minute is in the rollups too. */
+        s = open_store("hour.db", NULL);
+        check_query(s, 3, T0, truth.ts[truth.n - 1], 3600000, STORE_AGG_SUM, false);
+        check_query(s, 0, T0, truth.ts[truth.n - 1], 7000, STORE_AGG_LAST, false);
+        store_close(s);
+}
+
+static void copy_file(const char *from, const char *to) {
+        FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+        char buf[65536];
+        size_t n;
+        assert_non_null(out);
+        if (!in) { /* no -wal or -shm file is fine */
+                fclose(out);
+                unlink(to);
+                return;
+        }
+        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+                assert_int_equal(fwrite(buf, 1, n, out), n);
+        fclose(in);
+        fclose(out);
+}
+
+/* The files as a crash would leave them: copied while the store is open. */
+static void snapshot_files(const char *from, const char *to) {
+        static const char *const suffix[] = { "", "-wal" };
+        for (size_t i = 0; i < 2; i++) {
+                char a[160], b[160];
+                snprintf(a, sizeof(a), "%s/%s%s", dir, from, suffix[i]);
+                snprintf(b, sizeof(b), "%s/%s%s", dir, to, suffix[i]);
+                copy_file(a, b);
+        }
+}
+
+static void store_open__after_crash__keeps_every_tick(void **state) {
+        (void) state;
+        struct store *s = open_store("live.db", NULL);
+        append_ticks(s, 437, 1000); /* mid-minute, mid-chunk */
+        snapshot_files("live.db", "crashed.db");
+        store_close(s);
+
+        s = open_store("crashed.db", NULL);
+        for (size_t i = 0; i < N_SERIES; i++) {
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, STORE_AGG_SUM, false);
+        }
+        /* Carry on in the same minute: the split minute adds up. */
+        append_ticks(s, 500, 1000);
+        store_close(s);
+        s = open_store("crashed.db", NULL);
+        for (size_t i = 0; i < N_SERIES; i++) {
+                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, STORE_AGG_AVG, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, STORE_AGG_MIN, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 3600000, STORE_AGG_SUM, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 5000, STORE_AGG_MAX, false);
+        }
+        store_close(s);
+}
+
+static int64_t db_int(const char *name, const char *sql) {
+        char path[128];
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        path_of(path, sizeof(path), name);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        int64_t v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+static void store_append__old_data__removed_by_age(void **state) {
+        (void) state;
+        struct store_options o;
+        store_options_init(&o);
+        o.raw_retention_ms = 20 * 60000;
+        o.minute_retention_ms = 2 * 3600000;
+        o.hour_retention_ms = 4 * 3600000;
+        struct store *s = open_store("age.db", &o);
+        append_ticks(s, 12000, 2000); /* 6.7 hours */
+        int64_t newest = truth.ts[truth.n - 1];
+        store_close(s);
+        /* Retention runs once per chunk span: allow one span of slack. */
+        int64_t slack = o.chunk_ms;
+        assert_true(db_int("age.db", "SELECT min(start_ts) FROM chunks") >= newest - o.raw_retention_ms - slack);
+        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1m") >= newest - o.minute_retention_ms - slack - 60000);
+        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1h") >= newest - o.hour_retention_ms - slack - 3600000);
+        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1h") < newest - 3 * 3600000);
+        assert_int_equal(db_int("age.db", "SELECT count(*) FROM recent"), 0);
+}
+
+static void store_append__size_cap__holds_and_reuses_space(void **state) {
+        (void) state;
+        struct store_options o;
+        store_options_init(&o);
+        o.size_cap_bytes = 256 * 1024;
+        struct store *s = open_store("cap.db", &o);
+        append_ticks(s, 19000, 1000);
+        store_close(s);
+        int64_t used = db_int("cap.db", "SELECT (SELECT page_count FROM pragma_page_count) - "
+                                        "(SELECT freelist_count FROM pragma_freelist_count)") *
+                       db_int("cap.db", "PRAGMA page_size");
+        /* The cap holds within a chunk span's worth of new data. */
+        assert_true(used <= (int64_t) o.size_cap_bytes * 105 / 100);
+        char path[128];
+        struct stat st;
+        path_of(path, sizeof(path), "cap.db");
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(st.st_size <= (off_t) o.size_cap_bytes * 115 / 100);
+        /* The newest data survives; the oldest raw data went first. */
+        assert_true(db_int("cap.db", "SELECT max(end_ts) FROM chunks") >= truth.ts[truth.n - 1] - o.chunk_ms);
+        assert_true(db_int("cap.db", "SELECT min(start_ts) FROM chunks") > T0);
+        assert_int_equal(db_int("cap.db", "PRAGMA auto_vacuum"), 2);
+}
+
+static void exec_sql(const char *name, const char *sql) {
+        char path[128];
+        sqlite3 *db = NULL;
+        path_of(path, sizeof(path), name);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+}
+
+static void store_open__schema_1__migrated(void **state) {
+        (void) state;
+        exec_sql("v1.db", "CREATE TABLE series (id INTEGER PRIMARY KEY, metric TEXT NOT NULL, labels TEXT NOT NULL,"
+                          " UNIQUE (metric, labels));"
+                          "CREATE TABLE samples (series_id INTEGER NOT NULL REFERENCES series(id), ts INTEGER NOT NULL,"
+                          " value REAL NOT NULL, PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
+                          "PRAGMA user_version = 1;");
+        /* Fill it as the foundation's store did: one row per sample. */
+        char sql[256];
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO series(id, metric, labels) VALUES (7, 'neuroncore_utilization_ratio', "
+                 "json_object('neuron_device', '0', 'neuroncore', '0'))");
+        exec_sql("v1.db", sql);
+        char path[128];
+        sqlite3 *db = NULL;
+        sqlite3_stmt *ins = NULL;
+        path_of(path, sizeof(path), "v1.db");
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+        assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO samples VALUES (7, ?1, ?2)", -1, &ins, NULL), SQLITE_OK);
+        for (size_t t = 0; t < 1000; t++) {
+                truth.ts[t] = T0 + 1000 * (int64_t) t;
+                truth.v[t][0] = value_at(0, t, &truth.ok[t][0]);
+                sqlite3_bind_int64(ins, 1, truth.ts[t]);
+                sqlite3_bind_double(ins, 2, truth.v[t][0]);
+                assert_int_equal(sqlite3_step(ins), SQLITE_DONE);
+                sqlite3_reset(ins);
+        }
+        truth.n = 1000;
+        sqlite3_finalize(ins);
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(db);
+        assert_string_equal(metric_table[METRIC_CORE_UTILIZATION].name, "neuroncore_utilization_ratio");
+
+        struct store *s = NULL;
+        assert_int_equal(store_open(path, &s), 0);
+        check_query(s, 0, T0, truth.ts[999], 1000, STORE_AGG_LAST, false);
+        check_query(s, 0, T0, truth.ts[999], 60000, STORE_AGG_AVG, false);
+        store_close(s);
+        assert_int_equal(db_int("v1.db", "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+        assert_int_equal(db_int("v1.db", "SELECT count(*) FROM sqlite_master WHERE name = 'samples'"), 0);
+        assert_int_equal(db_int("v1.db", "PRAGMA auto_vacuum"), 2);
+}
+
+static void store_open__newer_or_damaged__refused(void **state) {
+        (void) state;
+        char path[128];
+        struct store *s = NULL;
+        exec_sql("v9.db", "CREATE TABLE x (a); PRAGMA user_version = 9;");
+        path_of(path, sizeof(path), "v9.db");
+        assert_int_equal(store_open(path, &s), -EPROTONOSUPPORT);
+        assert_int_equal(db_int("v9.db", "PRAGMA user_version"), 9);
+
+        path_of(path, sizeof(path), "junk.db");
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < 8192; i++)
+                fputc(i * 7 % 251, f);
+        fclose(f);
+        assert_int_equal(store_open(path, &s), -EUCLEAN);
+
+        /* A real database with a page overwritten. */
+        s = open_store("torn.db", NULL);
+        append_ticks(s, 700, 1000);
+        store_close(s);
+        path_of(path, sizeof(path), "torn.db");
+        f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fseek(f, 4096, SEEK_SET);
+        for (long i = 4096; i < size - 4096; i++)
+                fputc(0xA5, f);
+        fclose(f);
+        assert_int_equal(store_open(path, &s), -EUCLEAN);
+}
+
+static void store_append__disk_full__degrades_then_resumes(void **state) {
+        (void) state;
+        struct store *s = open_store("full.db", NULL);
+        struct store_stats st;
+        append_ticks(s, 100, 1000);
+        int64_t pages = db_int("full.db", "PRAGMA page_count");
+        assert_int_equal(store_set_page_limit(s, pages), 0);
+        int failures = 0, resumed_at = -1;
+        for (size_t k = 0; k < 470; k++) {
+                if (k == 400)
+                        assert_int_equal(store_set_page_limit(s, 0), 0);
+                size_t t = truth.n++;
+                truth.ts[t] = truth.ts[t - 1] + 1000;
+                for (size_t i = 0; i < N_SERIES; i++)
+                        truth.v[t][i] = value_at(i, t, &truth.ok[t][i]);
+                int r = store_append(s, truth.ts[t], truth.v[t], truth.ok[t], N_SERIES);
+                assert_true(r == 0 || r == -ENOSPC);
+                failures += r < 0;
+                if (k == 399) {
+                        store_get_stats(s, &st);
+                        assert_true(st.degraded);
+                        assert_int_equal(st.last_error, -ENOSPC);
+                        /* Retries back off: far fewer attempts than ticks. */
+                        assert_true(st.write_errors < 40);
+                }
+                if (r == 0 && k >= 400 && resumed_at < 0)
+                        resumed_at = (int) k;
+                if (resumed_at >= 0)
+                        assert_int_equal(r, 0);
+        }
+        assert_true(failures > 0);
+        /* Within the longest back-off, with nothing lost. */
+        assert_true(resumed_at >= 400 && resumed_at <= 465);
+        store_get_stats(s, &st);
+        assert_int_equal(st.ticks_dropped, 0);
+        assert_false(st.degraded);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+        store_close(s);
+}
+
+static void store_list_series__lists_registered(void **state) {
+        (void) state;
+        struct store *s = open_store("list.db", NULL);
+        struct series_desc *list = NULL;
+        size_t n = 0;
+        assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), 0);
+        assert_int_equal(n, N_SERIES);
+        assert_int_equal(list[2].metric, METRIC_DEVICE_DMA_BYTES);
+        assert_string_equal(list[2].label_values[1], "read");
+        free(list);
+        struct store_matcher m = { "neuroncore", "1" };
+        assert_int_equal(store_list_series(s, METRIC_CORE_UTILIZATION, &m, 1, &list, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(list[0].label_values[1], "1");
+        free(list);
+        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = 1000, .step_ms = 1, .rate = true };
+        struct store_result *res = NULL;
+        assert_int_equal(store_query_range(s, &q, &res), -EINVAL); /* rate of a gauge */
+        store_close(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(store_query_range__raw_tier__matches_naive, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__minute_tier__matches_naive, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__hour_tier__matches_naive, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__after_crash__keeps_every_tick, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_append__old_data__removed_by_age, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_append__size_cap__holds_and_reuses_space, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__schema_1__migrated, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__newer_or_damaged__refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_append__disk_full__degrades_then_resumes, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_list_series__lists_registered, setup, teardown),
+        };
+        return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);
+}
