@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,9 +183,19 @@ int main(int argc, char **argv) {
         }
 
         snapshot_slot_init(&latest);
+        struct store_options store_opt;
+        char aside[PATH_MAX + 64];
+        store_options_init(&store_opt);
+        store_opt.raw_retention_ms = settings.retention_raw_ms;
+        store_opt.minute_retention_ms = settings.retention_minute_ms;
+        store_opt.hour_retention_ms = settings.retention_hour_ms;
+        store_opt.size_cap_bytes = settings.max_db_bytes;
         notify_status("Opening database %s", settings.db_path);
-        r = store_open(settings.db_path, &store);
-        if (r == -EPROTONOSUPPORT) {
+        r = store_open_or_set_aside(settings.db_path, &store_opt, &store, aside, sizeof(aside));
+        if (r == 1) {
+                log_error("database %s failed its integrity check; kept it as %s and started a new one", settings.db_path,
+                          aside);
+        } else if (r == -EPROTONOSUPPORT) {
                 log_error("database %s was written by a newer neurond; refusing to touch it", settings.db_path);
                 goto out_slot;
         } else if (r < 0) {
@@ -232,6 +243,7 @@ int main(int argc, char **argv) {
                         .samples_stored = &loop.samples_stored,
                         .store_errors = &loop.store_errors,
                         .http_requests = http_requests,
+                        .store = store,
                 },
                 .latest = &latest,
                 .store = store,

@@ -201,6 +201,38 @@ static int settings_apply_http(struct settings *s, const char *key, const char *
         return 0;
 }
 
+/* "1073741824", "512K", "64M", "1G", "1T" (powers of 1024) to bytes. */
+static int parse_size(const char *text, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *p = text;
+        if (*p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                        return -EINVAL;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        static const char units[] = "KMGT";
+        const char *u = *p ? strchr(units, *p) : NULL;
+        if (*p && (!u || p[1]))
+                return -EINVAL;
+        for (int shift = u ? (int) (u - units) + 1 : 0; shift > 0; shift--) {
+                if (v > UINT64_MAX / 1024)
+                        return -EINVAL;
+                v *= 1024;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int parse_retention(const char *key, const char *value, int64_t *ret, char *err, size_t errlen) {
+        if (settings_parse_duration(value, ret) < 0 || *ret <= 0) {
+                snprintf(err, errlen, "%s: '%s' is not a positive duration such as 48h or 30d", key, value);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* Applies one setting by its config-file key; the flags use the same keys. */
 static int settings_apply(struct settings *s, const char *key, const char *value, char *err, size_t errlen) {
         if (strcmp(key, "listen") == 0) {
@@ -247,6 +279,17 @@ static int settings_apply(struct settings *s, const char *key, const char *value
                         return -EINVAL;
                 }
                 s->admin = strcmp(value, "true") == 0;
+        } else if (strcmp(key, "retention_raw") == 0) {
+                return parse_retention(key, value, &s->retention_raw_ms, err, errlen);
+        } else if (strcmp(key, "retention_1m") == 0) {
+                return parse_retention(key, value, &s->retention_minute_ms, err, errlen);
+        } else if (strcmp(key, "retention_1h") == 0) {
+                return parse_retention(key, value, &s->retention_hour_ms, err, errlen);
+        } else if (strcmp(key, "max_db_size") == 0) {
+                if (parse_size(value, &s->max_db_bytes) < 0) {
+                        snprintf(err, errlen, "max_db_size: '%s' is not a size such as 512M or 1G (0: no cap)", value);
+                        return -EINVAL;
+                }
         } else {
                 int r = settings_apply_http(s, key, value, err, errlen);
                 if (r == -ENOENT)
@@ -301,7 +344,14 @@ static int load_config_file(struct settings *s, const char *path, char *err, siz
 static void settings_defaults(struct settings *s) {
         const char *state_dir = getenv("STATE_DIRECTORY");
 
-        *s = (struct settings){ .interval_ms = SETTINGS_DEFAULT_INTERVAL_MS, .log_level = LOG_LEVEL_INFO };
+        *s = (struct settings){
+                .interval_ms = SETTINGS_DEFAULT_INTERVAL_MS,
+                .log_level = LOG_LEVEL_INFO,
+                .retention_raw_ms = 48LL * 3600 * 1000,
+                .retention_minute_ms = 30LL * 24 * 3600 * 1000,
+                .retention_hour_ms = 365LL * 24 * 3600 * 1000,
+                .max_db_bytes = 1ULL << 30,
+        };
         settings_parse_listen(SETTINGS_DEFAULT_LISTEN, &s->listen_addr, &s->listen_addr_len);
         snprintf(s->listen, sizeof(s->listen), "%s", SETTINGS_DEFAULT_LISTEN);
         /* Under systemd's StateDirectory= the database goes where it says. */

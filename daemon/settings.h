@@ -52,6 +52,12 @@ struct settings {
         unsigned max_connections;
         unsigned connection_timeout_s;
         size_t max_header_bytes;
+
+        /* Storage (config file only): age limits per tier and a size cap. */
+        int64_t retention_raw_ms;        /* retention_raw, default 48h */
+        int64_t retention_minute_ms;     /* retention_1m, default 30d */
+        int64_t retention_hour_ms;       /* retention_1h, default 365d */
+        uint64_t max_db_bytes;           /* max_db_size ("512M", "1G"; 0 no cap), default 1G */
 };
 
 /* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.

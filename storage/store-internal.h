@@ -15,6 +15,8 @@ struct store {
         sqlite3 *db;      /* the tick loop's connection */
         sqlite3 *read_db; /* queries' connection, serialised by read_lock */
         pthread_mutex_t read_lock;
+        /* The tick loop's statements, prepared once. */
+        sqlite3_stmt *st_recent, *st_chunk, *st_merge[2];
 
         /* Registered series, and their order sorted by series id (the order
          * of entries in a recent row). */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "storage/chunk.h"
 #include "storage/store-internal.h"
@@ -169,7 +171,7 @@ static int rollup_write(sqlite3_stmt *st, int64_t series_id, int64_t ts, const s
 }
 
 /* Adds samples (ts ascending) of one series to the 1 min and 1 h rollups. */
-static int rollup_samples(sqlite3_stmt *const merge[2], int64_t series_id, const int64_t *ts, const double *v,
+static int rollup_samples(sqlite3_stmt *const *merge, int64_t series_id, const int64_t *ts, const double *v,
                           size_t n) {
         static const int64_t res[2] = { STORE_MINUTE_MS, STORE_HOUR_MS };
         for (int tier = 0; tier < 2; tier++) {
@@ -268,10 +270,12 @@ static int close_out_recent(struct store *s) {
         sqlite3_stmt *sel = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
         struct triple *all = NULL;
         size_t n = 0, cap = 0;
-        int64_t rolled = INT64_MIN, max_ts = INT64_MIN;
+        int64_t rolled = INT64_MIN;
         int r, rc;
 
-        r = query_int(s->db, "SELECT value FROM meta WHERE key = 'rolled_ms'", &rolled);
+        /* Samples older than the watermark are in the rollups already. */
+        r = query_int(s->db, "SELECT coalesce((SELECT value FROM meta WHERE key = 'rolled_ms'), -9223372036854775807 - 1)",
+                      &rolled);
         if (r < 0)
                 return r;
         r = prepare(s->db, "SELECT ts, data FROM recent ORDER BY ts", &sel);
@@ -290,8 +294,6 @@ static int close_out_recent(struct store *s) {
                 }
                 for (size_t e = 0; e < entries; e++, p += STORE_RECENT_ENTRY)
                         all[n++] = (struct triple){ .id = get_le32(p), .ts = ts, .v = get_double(p + 4) };
-                if (ts > max_ts)
-                        max_ts = ts;
         }
         if (r == 0 && rc != SQLITE_DONE)
                 r = store_errno_from_sqlite(rc);
@@ -323,11 +325,13 @@ static int close_out_recent(struct store *s) {
         free(v);
         if (r == 0)
                 r = exec(s->db, "DELETE FROM recent");
-        if (r == 0 && max_ts + 1 > rolled)
-                r = set_meta(s, "rolled_ms", max_ts + 1);
 out:
-        if (r == 0 && max_ts + 1 > s->rolled_ms)
-                s->rolled_ms = max_ts + 1;
+        /* Everything stored is counted now; the next ticks may even be
+         * older (a clock set back, a sped-up model restarted). */
+        if (r == 0)
+                r = exec(s->db, "DELETE FROM meta WHERE key = 'rolled_ms'");
+        if (r == 0)
+                s->rolled_ms = INT64_MIN;
         sqlite3_finalize(insert);
         sqlite3_finalize(merge[0]);
         sqlite3_finalize(merge[1]);
@@ -465,7 +469,9 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
         if (r == 0)
                 r = setup_schema(s);
         if (r == 0)
-                r = query_int(s->db, "SELECT value FROM meta WHERE key = 'rolled_ms'", &s->rolled_ms);
+                r = prepare_writers(s, &s->st_chunk, s->st_merge);
+        if (r == 0)
+                r = prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
                 r = open_connection(path, SQLITE_OPEN_READONLY, &s->read_db);
         if (r < 0) {
@@ -482,6 +488,36 @@ int store_open(const char *path, struct store **ret) {
         return store_open_with(path, &o, ret);
 }
 
+int store_open_or_set_aside(const char *path, const struct store_options *o, struct store **ret, char *aside,
+                            size_t aside_len) {
+        struct store *s = NULL;
+        int r = store_open_with(path, o, &s);
+        if (r != -EUCLEAN) {
+                if (r == 0)
+                        *ret = s;
+                return r;
+        }
+        /* The WAL belongs to the damaged file: it moves with it, or SQLite
+         * would replay it into the new one. */
+        static const char *const suffix[] = { "", "-wal", "-shm" };
+        long long now = (long long) time(NULL);
+        for (size_t i = 0; i < 3; i++) {
+                char from[4200], to[4200];
+                snprintf(from, sizeof(from), "%s%s", path, suffix[i]);
+                snprintf(to, sizeof(to), "%s.damaged-%lld%s", path, now, suffix[i]);
+                if (i == 0)
+                        snprintf(aside, aside_len, "%s", to);
+                if (rename(from, to) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        r = store_open_with(path, o, &s);
+        if (r < 0)
+                return r;
+        s->stats.damaged_set_aside = 1;
+        *ret = s;
+        return 1;
+}
+
 static int sync_ticks(struct store *s);
 
 void store_close(struct store *s) {
@@ -493,6 +529,10 @@ void store_close(struct store *s) {
                 else
                         exec(s->db, "ROLLBACK");
         }
+        sqlite3_finalize(s->st_recent);
+        sqlite3_finalize(s->st_chunk);
+        sqlite3_finalize(s->st_merge[0]);
+        sqlite3_finalize(s->st_merge[1]);
         sqlite3_close(s->read_db);
         sqlite3_close(s->db);
         pthread_mutex_destroy(&s->read_lock);
@@ -706,7 +746,7 @@ static int enforce_retention(struct store *s, int64_t now_ms) {
  * that ended, and the chunks of a span that ended. The in-memory state
  * changes only after the commit, so a failed attempt is simply retried. */
 static int sync_ticks(struct store *s) {
-        sqlite3_stmt *recent = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
+        sqlite3_stmt *recent = s->st_recent, *insert = s->st_chunk, *const *merge = s->st_merge;
         int64_t *ts = NULL;
         double *v = NULL;
         uint8_t *blob = NULL;
@@ -726,7 +766,6 @@ static int sync_ticks(struct store *s) {
         r = exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 goto out;
-        r = prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &recent);
         for (size_t t = s->n_durable; t < s->n_ticks && r == 0; t++) {
                 size_t len = 0;
                 for (size_t k = 0; k < s->n_series; k++) {
@@ -740,9 +779,8 @@ static int sync_ticks(struct store *s) {
                 sqlite3_bind_int64(recent, 1, s->tick_ts[t]);
                 sqlite3_bind_blob(recent, 2, blob, (int) len, SQLITE_STATIC);
                 r = step_done(recent);
+                sqlite3_clear_bindings(recent);
         }
-        if (r == 0 && (roll_to > s->rolled_ms || s->n_ticks >= CHUNK_TICKS_MAX))
-                r = prepare_writers(s, &insert, merge);
         /* Minutes that ended: their samples not yet rolled up. */
         if (r == 0 && roll_to > s->rolled_ms) {
                 for (size_t i = 0; i < s->n_series && r == 0; i++) {
@@ -803,10 +841,6 @@ static int sync_ticks(struct store *s) {
         }
         s->n_durable = s->n_ticks;
 out:
-        sqlite3_finalize(recent);
-        sqlite3_finalize(insert);
-        sqlite3_finalize(merge[0]);
-        sqlite3_finalize(merge[1]);
         free(ts);
         free(v);
         free(blob);

@@ -44,6 +44,13 @@ void store_options_init(struct store_options *o);
  * it, -EUCLEAN when PRAGMA quick_check fails or the file is not a database. */
 int store_open(const char *path, struct store **ret);
 int store_open_with(const char *path, const struct store_options *o, struct store **ret);
+
+/* store_open_with(), and when the file is damaged (-EUCLEAN): renames it
+ * and its -wal and -shm files to PATH.damaged-<unix time>[-wal|-shm],
+ * writes that name to aside, and opens a new database. Returns 1 when a
+ * damaged file was set aside, 0 when not, or a negative errno. */
+int store_open_or_set_aside(const char *path, const struct store_options *o, struct store **ret, char *aside,
+                            size_t aside_len);
 void store_close(struct store *s); /* NULL-safe */
 
 /* Tells the store the series that store_append()'s arrays describe, in
@@ -64,6 +71,7 @@ struct store_stats {
         uint64_t write_errors;    /* failed write attempts since open */
         uint64_t ticks_dropped;   /* ticks lost because memory filled while degraded */
         int64_t newest_ms;        /* newest tick stored or buffered, 0 when none */
+        unsigned damaged_set_aside; /* 1 when open found the file damaged */
 };
 
 /* A consistent copy of the counters; callable from any thread. */

@@ -1,7 +1,9 @@
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -69,10 +71,19 @@ static void handle_healthz(const struct web_context *ctx, const struct param *pa
         }
         double age_ms = (double) (monotonic_ms() - snap->monotonic_ms);
         bool fresh = age_ms <= limit_ms;
+        struct store_stats st = { 0 };
+        if (ctx->store)
+                store_get_stats(ctx->store, &st);
+        /* Degraded still answers 200: polling and serving go on while
+         * the store cannot write. */
         reply->status = fresh ? 200 : 503;
-        buf_printf(&reply->body, "{\"status\":\"%s\",\"last_tick_age_seconds\":%.3f,\"tick\":%llu%s}\n",
-                   fresh ? "ok" : "stalled", age_ms / 1000.0, (unsigned long long) snap->tick,
-                   fresh ? "" : ",\"error\":\"the poll loop has not completed a tick recently\"");
+        buf_printf(&reply->body, "{\"status\":\"%s\",\"last_tick_age_seconds\":%.3f,\"tick\":%llu",
+                   !fresh ? "stalled" : st.degraded ? "degraded" : "ok", age_ms / 1000.0, (unsigned long long) snap->tick);
+        if (!fresh)
+                buf_puts(&reply->body, ",\"error\":\"the poll loop has not completed a tick recently\"");
+        else if (st.degraded)
+                buf_printf(&reply->body, ",\"error\":\"storing ticks fails: %s; retrying\"", strerror(-st.last_error));
+        buf_puts(&reply->body, "}\n");
         snapshot_unref(snap);
 }
 
@@ -283,6 +294,10 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 return;
         }
         int r = store_query_range(ctx->store, &q, &res);
+        if (r == -EINVAL || r == -E2BIG) {
+                web_reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
+                return;
+        }
         if (r < 0) {
                 web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
                 return;
@@ -304,6 +319,60 @@ static void handle_query_range(const struct web_context *ctx, const struct param
         }
         buf_puts(b, "]}}\n");
         store_result_free(res);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+/* Every stored series with its labels, optionally of one metric and
+ * filtered by label=value; series of earlier runs included. */
+static void handle_series(const struct web_context *ctx, const struct param *params, size_t n,
+                          struct web_reply *reply) {
+        struct store_matcher matchers[STORE_MATCHERS_MAX];
+        size_t n_matchers = 0;
+        int metric = -1;
+
+        for (size_t i = 0; i < n; i++) {
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(params[i].key, params[j].key) == 0) {
+                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
+                                return;
+                        }
+                if (strcmp(params[i].key, "metric") == 0) {
+                        metric = metric_lookup(params[i].value);
+                        if (metric < 0) {
+                                web_reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
+                                                params[i].value);
+                                return;
+                        }
+                        continue;
+                }
+                if (!is_known_label(params[i].key) || n_matchers == STORE_MATCHERS_MAX ||
+                    strlen(params[i].key) >= sizeof(matchers[0].name) ||
+                    strlen(params[i].value) >= sizeof(matchers[0].value)) {
+                        web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
+                                        params[i].key);
+                        return;
+                }
+                snprintf(matchers[n_matchers].name, sizeof(matchers[0].name), "%s", params[i].key);
+                snprintf(matchers[n_matchers].value, sizeof(matchers[0].value), "%s", params[i].value);
+                n_matchers++;
+        }
+        struct series_desc *list = NULL;
+        size_t count = 0;
+        int r = store_list_series(ctx->store, metric, matchers, n_matchers, &list, &count);
+        if (r < 0) {
+                web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
+                return;
+        }
+        struct buf *b = &reply->body;
+        buf_puts(b, "{\"status\":\"success\",\"data\":[");
+        for (size_t i = 0; i < count; i++) {
+                if (i)
+                        buf_puts(b, ",");
+                json_series_labels(b, &list[i]);
+        }
+        buf_puts(b, "]}\n");
+        free(list);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }
@@ -351,6 +420,7 @@ static const struct {
         { "/api/v1/devices/", handle_device }, /* a trailing '/' matches by prefix */
         { "/api/v1/latest", handle_latest },
         { "/api/v1/query_range", handle_query_range },
+        { "/api/v1/series", handle_series },
         { "/api/v1/status", handle_status },
 };
 

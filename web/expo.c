@@ -212,6 +212,16 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                               NULL);
                 counter_line(out, "neurond_store_errors_total", self->store_errors);
         }
+        if (self->store) {
+                struct store_stats st;
+                store_get_stats(self->store, &st);
+                family_header(out, format, "neurond_storage_degraded",
+                              "1 while the database cannot be written (ticks wait in memory), else 0.", "gauge", NULL);
+                buf_printf(out, "neurond_storage_degraded %d\n", st.degraded ? 1 : 0);
+                family_header(out, format, "neurond_storage_damaged_databases_total",
+                              "Damaged database files set aside at start-up.", "counter", NULL);
+                buf_printf(out, "neurond_storage_damaged_databases_total %u\n", st.damaged_set_aside);
+        }
         if (self->http_requests) {
                 family_header(out, format, "neurond_http_requests_total",
                               "HTTP responses sent, by status code (before this one).", "counter", NULL);

@@ -14,6 +14,7 @@
 
 #include "collectors/collector.h"
 #include "daemon/snapshot.h"
+#include "storage/store.h"
 #include "web/accept.h"
 #include "web/buf.h"
 
@@ -41,6 +42,7 @@ struct expo_self {
         const atomic_uint_fast64_t *samples_stored;
         const atomic_uint_fast64_t *store_errors;
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
+        struct store *store;                /* its write health, or NULL */
 };
 
 int expo_new(const struct series_desc *series, size_t n, struct expo **ret);

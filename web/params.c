@@ -205,10 +205,22 @@ int params_parse_query_range(const struct param *params, size_t n, int64_t now_m
                 return -EINVAL;
         }
 
+        if ((p = find_param(params, n, "rate"))) {
+                if (strcmp(p->value, "1") != 0 && strcmp(p->value, "0") != 0) {
+                        snprintf(err, errlen, "parameter 'rate': '%.64s' is not 0 or 1", p->value);
+                        return -EINVAL;
+                }
+                out.rate = p->value[0] == '1';
+                if (out.rate && m->type != METRIC_COUNTER) {
+                        snprintf(err, errlen, "parameter 'rate': %s is not a counter", m->name);
+                        return -EINVAL;
+                }
+        }
+
         for (size_t i = 0; i < n; i++) {
                 const char *key = params[i].key;
                 if (!strcmp(key, "metric") || !strcmp(key, "start") || !strcmp(key, "end") || !strcmp(key, "step") ||
-                    !strcmp(key, "agg"))
+                    !strcmp(key, "agg") || !strcmp(key, "rate"))
                         continue;
                 if (metric_label_index(m, key) < 0) {
                         snprintf(err, errlen, "parameter '%.64s': not a parameter nor a label of %s", key, m->name);

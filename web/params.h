@@ -25,7 +25,8 @@ int params_parse_time(const char *text, int64_t *ret_ms);
 int params_parse_step(const char *text, int64_t *ret_ms);
 
 /* Fills q from query_range parameters: metric (required), start, end, step,
- * agg, and any of the metric's label names as equality filters.
+ * agg, rate (0 or 1; counters only), and any of the metric's label names as
+ * equality filters.
  * Defaults: end = now_ms, start = end - 1h, step = the smallest whole second
  * that gives at most 250 points. Returns 0 or -EINVAL with err filled. */
 int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct store_query *q,
