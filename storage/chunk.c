@@ -111,6 +111,25 @@ static int64_t get_dod(struct bit_reader *r) {
         return unzigzag(reader_get(r, width));
 }
 
+/* Integer values' delta-of-delta: '0' for none, else '1', six bits of
+ * length minus one and the zigzag value: counters with a noisy rate have
+ * differences of any size, which fixed classes would round up to 64 bits. */
+static int put_varbits(struct bit_writer *w, int64_t dod) {
+        if (dod == 0)
+                return writer_put(w, 0, 1);
+        uint64_t z = zigzag(dod);
+        unsigned len = 64 - (unsigned) __builtin_clzll(z);
+        int r = writer_put(w, 0x40 | (len - 1), 7);
+        return r < 0 ? r : writer_put(w, z, len);
+}
+
+static int64_t get_varbits(struct bit_reader *r) {
+        if (reader_get(r, 1) == 0)
+                return 0;
+        unsigned len = (unsigned) reader_get(r, 6) + 1;
+        return unzigzag(reader_get(r, len));
+}
+
 static uint64_t double_bits(double v) {
         uint64_t u;
         memcpy(&u, &v, sizeof(u));
@@ -212,7 +231,7 @@ int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **re
                 if (mode == CHUNK_INT) {
                         int64_t v = (int64_t) values[i];
                         int64_t delta = v - prev_int;
-                        r = put_dod(&w, delta - prev_int_delta);
+                        r = put_varbits(&w, delta - prev_int_delta);
                         prev_int = v;
                         prev_int_delta = delta;
                 } else {
@@ -253,7 +272,7 @@ int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values) 
                 }
                 ts[i] = (int64_t) t;
                 if (data[0] == CHUNK_INT) {
-                        prev_int_delta += get_dod(&rd);
+                        prev_int_delta += get_varbits(&rd);
                         prev_int += prev_int_delta;
                         values[i] = (double) prev_int;
                 } else {

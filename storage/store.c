@@ -28,7 +28,8 @@ static const char schema_sql[] =
         "  end_ts INTEGER NOT NULL,"
         "  count INTEGER NOT NULL,"
         "  data BLOB NOT NULL,"
-        "  PRIMARY KEY (series_id, start_ts)) WITHOUT ROWID;"
+        "  PRIMARY KEY (start_ts, series_id)) WITHOUT ROWID;"
+        "CREATE INDEX IF NOT EXISTS chunks_by_series ON chunks (series_id, start_ts);"
         "CREATE TABLE IF NOT EXISTS recent ("
         "  ts INTEGER PRIMARY KEY,"
         "  data BLOB NOT NULL);"
@@ -682,6 +683,16 @@ static int64_t used_bytes(struct store *s) {
 static int delete_older(struct store *s, const char *table, const char *column, int64_t cutoff) {
         char sql[160];
         sqlite3_stmt *st = NULL;
+        /* Chunks are keyed by time first: one range. */
+        if (strcmp(table, "chunks") == 0) {
+                int r = prepare(s->db, "DELETE FROM chunks WHERE start_ts < ?1", &st);
+                if (r == 0) {
+                        sqlite3_bind_int64(st, 1, cutoff);
+                        r = step_done(st);
+                }
+                sqlite3_finalize(st);
+                return r;
+        }
         snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE series_id = ?1 AND %s < ?2", table, column);
         int r = prepare(s->db, sql, &st);
         sqlite3_stmt *ids = NULL;
@@ -702,6 +713,8 @@ static int delete_older(struct store *s, const char *table, const char *column, 
 
 static int oldest(struct store *s, const char *table, const char *column, int64_t *ret) {
         char sql[200];
+        if (strcmp(table, "chunks") == 0)
+                return query_int(s->db, "SELECT min(start_ts) FROM chunks", ret);
         snprintf(sql, sizeof(sql), "SELECT min((SELECT min(%s) FROM %s WHERE series_id = series.id)) FROM series",
                  column, table);
         return query_int(s->db, sql, ret);
@@ -801,7 +814,9 @@ static int sync_ticks(struct store *s) {
         if (!(span_ended || n_chunk == CHUNK_TICKS_MAX))
                 n_chunk = 0;
         if (r == 0 && n_chunk > 0) {
-                for (size_t i = 0; i < s->n_series && r == 0; i++) {
+                /* In id order: rows append at the end of the time-keyed table. */
+                for (size_t j = 0; j < s->n_series && r == 0; j++) {
+                        size_t i = s->by_id[j];
                         size_t k = gather(s, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);
                         if (k > 0)
                                 r = chunk_samples(s, insert, s->series_ids[i], ts, v, k);
