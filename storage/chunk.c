@@ -10,8 +10,9 @@
 
 /* Layout: byte 0 the value mode, bytes 1-4 the sample count (little
  * endian), then a bit stream, most significant bit first: the first
- * timestamp in 64 bits, then per further sample a delta-of-delta class;
- * values follow per sample, interleaved with the timestamps. */
+ * timestamp in 64 bits (and for integers the first value and the divisor,
+ * 64 bits each), then per sample a timestamp delta-of-delta (from the
+ * second on) and the value's code. */
 enum chunk_mode {
         CHUNK_XOR = 1,
         CHUNK_INT = 2,
@@ -214,11 +215,31 @@ int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **re
                 all_int = all_int && exact_integer(values[i]);
         }
         uint8_t mode = all_int ? CHUNK_INT : CHUNK_XOR;
+        /* Integers are stored as (v - v0) / g with g the greatest common
+         * divisor of the differences: byte counts in whole pages shrink. */
+        int64_t base = all_int ? (int64_t) values[0] : 0;
+        uint64_t g = 0;
+        for (size_t i = 1; all_int && i < n; i++) {
+                int64_t d = (int64_t) values[i] - base;
+                uint64_t a = d < 0 ? (uint64_t) -d : (uint64_t) d, b = g;
+                while (b) {
+                        uint64_t t = a % b;
+                        a = b;
+                        b = t;
+                }
+                g = a;
+        }
+        if (g == 0)
+                g = 1;
         r = writer_put(&w, mode, 8);
         for (int b = 0; b < 4 && r == 0; b++)
                 r = writer_put(&w, (n >> (8 * b)) & 0xff, 8);
         if (r == 0)
                 r = writer_put(&w, (uint64_t) ts[0], 64);
+        if (r == 0 && mode == CHUNK_INT)
+                r = writer_put(&w, (uint64_t) base, 64);
+        if (r == 0 && mode == CHUNK_INT)
+                r = writer_put(&w, g, 64);
         for (size_t i = 0; i < n && r == 0; i++) {
                 if (i > 0) {
                         /* Wraps like the decoder for stamps far apart. */
@@ -229,7 +250,7 @@ int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **re
                                 break;
                 }
                 if (mode == CHUNK_INT) {
-                        int64_t v = (int64_t) values[i];
+                        int64_t v = ((int64_t) values[i] - base) / (int64_t) g;
                         int64_t delta = v - prev_int;
                         r = put_varbits(&w, delta - prev_int_delta);
                         prev_int = v;
@@ -264,6 +285,8 @@ int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values) 
         struct xor_state xs = { 0 };
         int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
         uint64_t t = reader_get(&rd, 64);
+        int64_t base = data[0] == CHUNK_INT ? (int64_t) reader_get(&rd, 64) : 0;
+        int64_t g = data[0] == CHUNK_INT ? (int64_t) reader_get(&rd, 64) : 1;
 
         for (int i = 0; i < n && !rd.overrun; i++) {
                 if (i > 0) {
@@ -274,7 +297,7 @@ int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values) 
                 if (data[0] == CHUNK_INT) {
                         prev_int_delta += get_varbits(&rd);
                         prev_int += prev_int_delta;
-                        values[i] = (double) prev_int;
+                        values[i] = (double) (base + prev_int * g);
                 } else {
                         values[i] = get_xor(&rd, &xs);
                 }

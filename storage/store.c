@@ -28,8 +28,7 @@ static const char schema_sql[] =
         "  end_ts INTEGER NOT NULL,"
         "  count INTEGER NOT NULL,"
         "  data BLOB NOT NULL,"
-        "  PRIMARY KEY (start_ts, series_id)) WITHOUT ROWID;"
-        "CREATE INDEX IF NOT EXISTS chunks_by_series ON chunks (series_id, start_ts);"
+        "  UNIQUE (series_id, start_ts));"
         "CREATE TABLE IF NOT EXISTS recent ("
         "  ts INTEGER PRIMARY KEY,"
         "  data BLOB NOT NULL);"
@@ -423,8 +422,12 @@ static int setup_schema(struct store *s) {
                 return r;
         /* auto_vacuum can be chosen only before the first table exists,
          * or by a VACUUM after a migration. */
+        /* 16 KiB pages hold several chunks each, with less left over at
+         * the end of a page than 4 KiB ones. */
         if (tables == 0)
-                r = exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL");
+                r = exec(s->db, "PRAGMA page_size = 16384; PRAGMA auto_vacuum = INCREMENTAL");
+        if (r == 0)
+                r = exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
         if (r == 0)
                 r = exec(s->db, "BEGIN IMMEDIATE");
         if (r == 0)
@@ -465,8 +468,6 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
         r = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
                 r = check_integrity(s->db);
-        if (r == 0)
-                r = exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
         if (r == 0)
                 r = setup_schema(s);
         if (r == 0)
@@ -683,16 +684,7 @@ static int64_t used_bytes(struct store *s) {
 static int delete_older(struct store *s, const char *table, const char *column, int64_t cutoff) {
         char sql[160];
         sqlite3_stmt *st = NULL;
-        /* Chunks are keyed by time first: one range. */
-        if (strcmp(table, "chunks") == 0) {
-                int r = prepare(s->db, "DELETE FROM chunks WHERE start_ts < ?1", &st);
-                if (r == 0) {
-                        sqlite3_bind_int64(st, 1, cutoff);
-                        r = step_done(st);
-                }
-                sqlite3_finalize(st);
-                return r;
-        }
+
         snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE series_id = ?1 AND %s < ?2", table, column);
         int r = prepare(s->db, sql, &st);
         sqlite3_stmt *ids = NULL;
@@ -713,16 +705,15 @@ static int delete_older(struct store *s, const char *table, const char *column, 
 
 static int oldest(struct store *s, const char *table, const char *column, int64_t *ret) {
         char sql[200];
-        if (strcmp(table, "chunks") == 0)
-                return query_int(s->db, "SELECT min(start_ts) FROM chunks", ret);
         snprintf(sql, sizeof(sql), "SELECT min((SELECT min(%s) FROM %s WHERE series_id = series.id)) FROM series",
                  column, table);
         return query_int(s->db, sql, ret);
 }
 
-/* Age limits per tier, then the size cap: the oldest raw chunks go first
- * (the rollups still cover their time), then the oldest minutes, then
- * hours, a slice at a time. Freed pages are given back to the file system
+/* Age limits per tier, then the size cap: while the pages in use exceed
+ * it, a slice of the oldest rows goes from the tier whose oldest row is
+ * oldest relative to its retention, so every tier's history shrinks by
+ * about the same fraction. Freed pages are given back to the file system
  * by incremental vacuum. Runs inside the caller's transaction. */
 static int enforce_retention(struct store *s, int64_t now_ms) {
         static const struct {
@@ -738,18 +729,22 @@ static int enforce_retention(struct store *s, int64_t now_ms) {
 
         for (size_t t = 0; t < 3 && r == 0; t++)
                 r = delete_older(s, tiers[t].table, tiers[t].column, now_ms - keep[t]);
-        for (size_t t = 0; t < 3 && r == 0 && s->opt.size_cap_bytes > 0;) {
-                if (used_bytes(s) <= (int64_t) s->opt.size_cap_bytes)
-                        break;
-                int64_t from = 0;
-                r = oldest(s, tiers[t].table, tiers[t].column, &from);
-                /* An empty tier answers NULL, read as 0. */
-                if (r == 0 && from == 0) {
-                        t++;
-                        continue;
+        while (r == 0 && s->opt.size_cap_bytes > 0 && used_bytes(s) > (int64_t) s->opt.size_cap_bytes) {
+                int pick = -1;
+                int64_t from[3];
+                double worst = -1;
+                for (int t = 0; t < 3 && r == 0; t++) {
+                        r = oldest(s, tiers[t].table, tiers[t].column, &from[t]);
+                        /* An empty tier answers NULL, read as 0. */
+                        double age = (double) (now_ms - from[t]) / (double) keep[t];
+                        if (r == 0 && from[t] != 0 && age > worst) {
+                                worst = age;
+                                pick = t;
+                        }
                 }
-                if (r == 0)
-                        r = delete_older(s, tiers[t].table, tiers[t].column, from + tiers[t].slice_ms);
+                if (r < 0 || pick < 0)
+                        break;
+                r = delete_older(s, tiers[pick].table, tiers[pick].column, from[pick] + tiers[pick].slice_ms);
         }
         return r;
 }
@@ -814,7 +809,7 @@ static int sync_ticks(struct store *s) {
         if (!(span_ended || n_chunk == CHUNK_TICKS_MAX))
                 n_chunk = 0;
         if (r == 0 && n_chunk > 0) {
-                /* In id order: rows append at the end of the time-keyed table. */
+                /* In id order: neighbours in the series index. */
                 for (size_t j = 0; j < s->n_series && r == 0; j++) {
                         size_t i = s->by_id[j];
                         size_t k = gather(s, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);

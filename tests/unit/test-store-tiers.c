@@ -303,7 +303,7 @@ static void store_append__size_cap__holds_and_reuses_space(void **state) {
         path_of(path, sizeof(path), "cap.db");
         assert_int_equal(stat(path, &st), 0);
         assert_true(st.st_size <= (off_t) o.size_cap_bytes * 115 / 100);
-        /* The newest data survives; the oldest raw data went first. */
+        /* The newest data survives; old data went. */
         assert_true(db_int("cap.db", "SELECT max(end_ts) FROM chunks") >= truth.ts[truth.n - 1] - o.chunk_ms);
         assert_true(db_int("cap.db", "SELECT min(start_ts) FROM chunks") > T0);
         assert_int_equal(db_int("cap.db", "PRAGMA auto_vacuum"), 2);
