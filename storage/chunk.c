@@ -59,6 +59,16 @@ static uint64_t reader_get(struct bit_reader *r, unsigned nbits) {
                 r->overrun = true;
                 return 0;
         }
+        /* Fast path: one 8-byte big-endian load covers up to 57 bits. */
+        if (nbits > 0 && nbits <= 56 && r->pos / 8 + 8 <= r->size_bits / 8) {
+                const uint8_t *p = r->data + r->pos / 8;
+                uint64_t word = (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48 | (uint64_t) p[2] << 40 |
+                                (uint64_t) p[3] << 32 | (uint64_t) p[4] << 24 | (uint64_t) p[5] << 16 |
+                                (uint64_t) p[6] << 8 | (uint64_t) p[7];
+                value = (word << (r->pos % 8)) >> (64 - nbits);
+                r->pos += nbits;
+                return value;
+        }
         while (nbits > 0) {
                 unsigned avail = 8 - (unsigned) (r->pos % 8);
                 unsigned take = nbits < avail ? nbits : avail;

@@ -49,6 +49,18 @@ expect_code() {
         [ "$(cat "$tmp/code")" = "$1" ] || fail "$2: HTTP $(cat "$tmp/code"), expected $1: $(cat "$tmp/body")"
 }
 
+# Retention and size settings in the config file.
+printf '[neurond]\nretention_raw = 12h\nretention_1m = 7d\nretention_1h = 90d\nmax_db_size = 512M\n' >"$tmp/ok.conf"
+"$NEUROND" --config "$tmp/ok.conf" --backend model:trn1.2xlarge --db "$db" --check-config >"$tmp/log" 2>&1 ||
+        fail "retention settings refused"
+printf '[neurond]\nmax_db_size = 12X\n' >"$tmp/bad.conf"
+"$NEUROND" --config "$tmp/bad.conf" --backend model:trn1.2xlarge --db "$db" --check-config >"$tmp/log" 2>&1
+[ $? = 2 ] || fail "a bad max_db_size was accepted"
+grep -q "max_db_size" "$tmp/log" || fail "no message naming max_db_size"
+printf '[neurond]\nretention_1h = soon\n' >"$tmp/bad.conf"
+"$NEUROND" --config "$tmp/bad.conf" --backend model:trn1.2xlarge --db "$db" --check-config >"$tmp/log" 2>&1
+[ $? = 2 ] || fail "a bad retention_1h was accepted"
+
 # A damaged file is set aside and counted.
 head -c 16384 /dev/urandom >"$db"
 start

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "storage/store.h"
+#include "web/api.h"
 
 #define N_SERIES 4
 #define T0 1700000012345LL /* not on a minute: buckets must still align */
@@ -436,6 +438,53 @@ static void store_append__disk_full__degrades_then_resumes(void **state) {
         store_close(s);
 }
 
+static unsigned healthz(struct store *s, char *body, size_t size) {
+        struct snapshot_slot slot;
+        struct web_context ctx = { .latest = &slot, .interval_ms = 1000, .time_scale = 1, .store = s };
+        struct web_reply reply = { 0 };
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        snapshot_slot_init(&slot);
+        struct snapshot *snap = snapshot_new(0);
+        snap->tick = 1;
+        snap->monotonic_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        snapshot_slot_publish(&slot, snap);
+        api_route("/healthz")(&ctx, NULL, 0, &reply);
+        snprintf(body, size, "%.*s", (int) reply.body.len, reply.body.data);
+        buf_free(&reply.body);
+        snapshot_slot_destroy(&slot);
+        return reply.status;
+}
+
+static void healthz__store_cannot_write__degraded_then_ok(void **state) {
+        (void) state;
+        char body[512];
+        struct store *s = open_store("health.db", NULL);
+        append_ticks(s, 10, 1000);
+        assert_int_equal(healthz(s, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "\"status\":\"ok\""));
+        assert_int_equal(store_set_page_limit(s, 1), 0);
+        /* The last page fills up within a few ticks. */
+        int r = 0;
+        for (int k = 0; k < 400 && r == 0; k++) {
+                size_t t = truth.n++;
+                truth.ts[t] = truth.ts[t - 1] + 1000;
+                for (size_t i = 0; i < N_SERIES; i++)
+                        truth.v[t][i] = value_at(i, t, &truth.ok[t][i]);
+                r = store_append(s, truth.ts[t], truth.v[t], truth.ok[t], N_SERIES);
+        }
+        assert_int_equal(r, -ENOSPC);
+        /* Still serving: 200, but degraded, with the reason. */
+        assert_int_equal(healthz(s, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "\"status\":\"degraded\""));
+        assert_non_null(strstr(body, "No space left on device"));
+        assert_int_equal(store_set_page_limit(s, 0), 0);
+        append_ticks(s, 1, 1000); /* the first retry comes one tick later */
+        assert_int_equal(healthz(s, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "\"status\":\"ok\""));
+        store_close(s);
+}
+
 static void store_list_series__lists_registered(void **state) {
         (void) state;
         struct store *s = open_store("list.db", NULL);
@@ -469,6 +518,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_open__newer_or_damaged__refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__disk_full__degrades_then_resumes, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_list_series__lists_registered, setup, teardown),
+                cmocka_unit_test_setup_teardown(healthz__store_cannot_write__degraded_then_ok, setup, teardown),
         };
         return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);
 }
