@@ -90,11 +90,12 @@ static int64_t unzigzag(uint64_t v) {
 }
 
 /* Delta-of-delta classes: a '0' for no change, else a unary prefix picks the
- * width of the zigzag payload. Sized for millisecond stamps with jitter. */
+ * width of the zigzag payload. Sized for millisecond stamps: a timer's
+ * jitter of a few milliseconds takes the 4-bit class. */
 static const struct {
         unsigned prefix_bits, prefix, width;
 } dod_class[] = {
-        { 2, 0x2, 7 }, { 3, 0x6, 9 }, { 4, 0xe, 12 }, { 5, 0x1e, 20 }, { 5, 0x1f, 64 },
+        { 2, 0x2, 4 }, { 3, 0x6, 8 }, { 4, 0xe, 14 }, { 5, 0x1e, 24 }, { 5, 0x1f, 64 },
 };
 
 static int put_dod(struct bit_writer *w, int64_t dod) {
@@ -117,8 +118,8 @@ static int64_t get_dod(struct bit_reader *r) {
         unsigned ones = 1;
         while (ones < 4 && reader_get(r, 1) == 1)
                 ones++;
-        /* ones == 4 means the prefix was 1111: one more bit picks 20 or 64. */
-        unsigned width = ones == 1 ? 7 : ones == 2 ? 9 : ones == 3 ? 12 : reader_get(r, 1) ? 64 : 20;
+        /* ones == 4 means the prefix was 1111: one more bit picks 24 or 64. */
+        unsigned width = ones == 1 ? 4 : ones == 2 ? 8 : ones == 3 ? 14 : reader_get(r, 1) ? 64 : 24;
         return unzigzag(reader_get(r, width));
 }
 
