@@ -1,6 +1,6 @@
 /* Storage benchmarks: prints each figure beside its goal (issue 5).
  *
- *   bench-store DIR [INSTANCE-SPEC]
+ *   bench-store DIR [INSTANCE-SPEC [HOURS]]
  *
  * Feeds the device model through the real store path (store_append: chunk
  * encoding, SQLite writes, rollups) for 24 simulated hours at 1 s in DIR,
@@ -109,6 +109,9 @@ int main(int argc, char **argv) {
         struct collector *c = NULL;
         const char *dir = argc > 1 ? argv[1] : "/tmp";
         const char *spec = argc > 2 ? argv[2] : "model:trn2.48xlarge,scenario=training";
+        int64_t day_s = argc > 3 ? (int64_t) strtol(argv[3], NULL, 10) * 3600 : DAY_S;
+        if (day_s <= 0)
+                day_s = DAY_S;
 
         if (collector_open_spec(spec, &c, err, sizeof(err)) < 0) {
                 printf("note: %s unavailable (%s); using model:trn1.32xlarge, default workload\n", spec, err);
@@ -118,12 +121,13 @@ int main(int argc, char **argv) {
                         return 1;
                 }
         }
-        printf("workload: %s, %zu series, 24 simulated hours at 1 s\n", spec, c->inv.n_series);
+        printf("workload: %s, %zu series, %lld simulated hours at 1 s\n", spec, c->inv.n_series,
+               (long long) (day_s / 3600));
 
         double store_cpu, poll_cpu;
         uint64_t samples;
         snprintf(path, sizeof(path), "%s/bench-day.db", dir);
-        struct store *s = feed(path, c, DAY_S, 1000, &store_cpu, &poll_cpu, &samples);
+        struct store *s = feed(path, c, day_s, 1000, &store_cpu, &poll_cpu, &samples);
         store_close(s);
         int64_t chunk_bytes = db_int(path, "SELECT sum(pgsize) FROM dbstat WHERE name = 'chunks'");
         int64_t file_bytes = db_int(path, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
@@ -135,7 +139,7 @@ int main(int argc, char **argv) {
                (double) samples / store_cpu);
         printf("%-52s %12.0f   (wall clock, shared disk)\n", "ingest samples/s, elapsed", (double) samples / store_wall);
         printf("%-52s %12.4f   < 0.2\n", "poll+store CPU % of one core at 1 s",
-               (store_cpu + poll_cpu) / DAY_S * 100.0);
+               (store_cpu + poll_cpu) / (double) day_s * 100.0);
 
         if (store_open(path, &s) < 0)
                 return 1;
@@ -143,8 +147,8 @@ int main(int argc, char **argv) {
         struct store_query q = {
                 .metric = c->inv.series[0].metric,
                 .start_ms = T0,
-                .end_ms = T0 + (int64_t) DAY_S * 1000 - 1,
-                .step_ms = 86400,
+                .end_ms = T0 + day_s * 1000 - 1,
+                .step_ms = day_s,
                 .agg = STORE_AGG_AVG,
         };
         const struct metric_desc *m = &metric_table[q.metric];
@@ -155,7 +159,7 @@ int main(int argc, char **argv) {
         q.n_matchers = metric_label_count(m);
         double ms = time_query(s, &q, &points);
         char label[96];
-        snprintf(label, sizeof(label), "24 h query, raw tier, %zu points (ms)", points);
+        snprintf(label, sizeof(label), "%lld h query, raw tier, %zu points (ms)", (long long) (day_s / 3600), points);
         printf("%-52s %12.2f   < 10\n", label, ms);
         store_close(s);
 

@@ -8,14 +8,19 @@
 
 #include "storage/chunk.h"
 
-/* Layout: byte 0 the value mode, bytes 1-4 the sample count (little
- * endian), then a bit stream, most significant bit first: the first
- * timestamp in 64 bits (and for integers the first value and the divisor,
- * 64 bits each), then per sample a timestamp delta-of-delta (from the
- * second on) and the value's code. */
+/* Layout: byte 0 the value mode and flags, bytes 1-4 the sample count
+ * (little endian), then a bit stream, most significant bit first: the
+ * first timestamp in 64 bits; the interval when all are equal; the value
+ * when all are equal, or for integers the first value and the divisor;
+ * then per sample a timestamp delta-of-delta (from the second on, unless
+ * regular) and the value's code (unless constant). */
 enum chunk_mode {
         CHUNK_XOR = 1,
         CHUNK_INT = 2,
+        CHUNK_CONST = 3,     /* every value the same bits: stored once */
+        CHUNK_SPLIT = 4,     /* exponent when it changes, mantissa as is */
+        CHUNK_MODE_MASK = 0x0f,
+        CHUNK_REGULAR = 0x10, /* flag: equal intervals, stored once */
 };
 
 #define CHUNK_MAX_SAMPLES (1u << 24)
@@ -211,11 +216,79 @@ static double get_xor(struct bit_reader *r, struct xor_state *st) {
         return bits_double(st->prev);
 }
 
-int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **ret_data, size_t *ret_size) {
-        struct bit_writer w = { 0 };
+/* Random-looking doubles (a noisy ratio) defeat XOR: mode 4 stores the
+ * sign and exponent as '0' (same as before), '10' + 3 bits (a change of
+ * -4 to +3) or '11' + 12 bits, and the 52 mantissa bits as they are. */
+static int put_split(struct bit_writer *w, uint64_t *prev_hi, double v) {
+        uint64_t bits = double_bits(v), hi = bits >> 52;
+        int64_t change = (int64_t) hi - (int64_t) *prev_hi;
+        int r;
+        if (change == 0)
+                r = writer_put(w, 0, 1);
+        else if (change >= -4 && change <= 3)
+                r = writer_put(w, 0x10 | (uint64_t) (change + 4), 5);
+        else
+                r = writer_put(w, 0x3000 | hi, 14);
+        *prev_hi = hi;
+        return r < 0 ? r : writer_put(w, bits & ((UINT64_C(1) << 52) - 1), 52);
+}
+
+static double get_split(struct bit_reader *r, uint64_t *prev_hi) {
+        if (reader_get(r, 1)) {
+                if (reader_get(r, 1))
+                        *prev_hi = reader_get(r, 12);
+                else
+                        *prev_hi = (*prev_hi + reader_get(r, 3) - 4) & 0xfff;
+        }
+        return bits_double(*prev_hi << 52 | reader_get(r, 52));
+}
+
+static int encode_mode(const int64_t *ts, const double *values, size_t n, uint8_t mode, bool regular, int64_t base,
+                       int64_t g, struct bit_writer *w) {
         struct xor_state xs = { 0 };
-        bool all_int = true;
+        uint64_t prev_hi = 0x3ff; /* the exponent of 1.0 */
         int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
+        int r = writer_put(w, mode | (regular ? CHUNK_REGULAR : 0), 8);
+
+        for (int b = 0; b < 4 && r == 0; b++)
+                r = writer_put(w, (n >> (8 * b)) & 0xff, 8);
+        if (r == 0)
+                r = writer_put(w, (uint64_t) ts[0], 64);
+        if (r == 0 && regular)
+                r = put_varbits(w, n > 1 ? (int64_t) ((uint64_t) ts[1] - (uint64_t) ts[0]) : 0);
+        if (r == 0 && mode == CHUNK_CONST)
+                r = writer_put(w, double_bits(values[0]), 64);
+        if (r == 0 && mode == CHUNK_INT)
+                r = put_varbits(w, base);
+        if (r == 0 && mode == CHUNK_INT)
+                r = put_varbits(w, g);
+        for (size_t i = 0; i < n && r == 0; i++) {
+                if (i > 0 && !regular) {
+                        /* Wraps like the decoder for stamps far apart. */
+                        int64_t delta = (int64_t) ((uint64_t) ts[i] - (uint64_t) ts[i - 1]);
+                        r = put_dod(w, (int64_t) ((uint64_t) delta - (uint64_t) prev_delta));
+                        prev_delta = delta;
+                        if (r < 0)
+                                break;
+                }
+                if (mode == CHUNK_INT) {
+                        int64_t v = ((int64_t) values[i] - base) / g;
+                        int64_t delta = v - prev_int;
+                        r = put_varbits(w, delta - prev_int_delta);
+                        prev_int = v;
+                        prev_int_delta = delta;
+                } else if (mode == CHUNK_XOR) {
+                        r = put_xor(w, &xs, values[i]);
+                } else if (mode == CHUNK_SPLIT) {
+                        r = put_split(w, &prev_hi, values[i]);
+                }
+        }
+        return r;
+}
+
+int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **ret_data, size_t *ret_size) {
+        struct bit_writer w = { 0 }, alt = { 0 };
+        bool all_int = true, constant = true, regular = true;
         int r;
 
         if (n == 0 || n >= CHUNK_MAX_SAMPLES)
@@ -225,12 +298,16 @@ int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **re
                         return -EINVAL;
                 all_int = all_int && exact_integer(values[i]);
         }
-        uint8_t mode = all_int ? CHUNK_INT : CHUNK_XOR;
+        for (size_t i = 1; i < n && (constant || regular); i++) {
+                constant = constant && memcmp(&values[i], &values[0], sizeof(double)) == 0;
+                regular = regular && (uint64_t) ts[i] - (uint64_t) ts[i - 1] == (uint64_t) ts[1] - (uint64_t) ts[0];
+        }
+        uint8_t mode = constant ? CHUNK_CONST : all_int ? CHUNK_INT : CHUNK_XOR;
         /* Integers are stored as (v - v0) / g with g the greatest common
          * divisor of the differences: byte counts in whole pages shrink. */
         int64_t base = all_int ? (int64_t) values[0] : 0;
         uint64_t g = 0;
-        for (size_t i = 1; all_int && i < n; i++) {
+        for (size_t i = 1; mode == CHUNK_INT && i < n; i++) {
                 int64_t d = (int64_t) values[i] - base;
                 uint64_t a = d < 0 ? (uint64_t) -d : (uint64_t) d, b = g;
                 while (b) {
@@ -242,34 +319,17 @@ int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **re
         }
         if (g == 0)
                 g = 1;
-        r = writer_put(&w, mode, 8);
-        for (int b = 0; b < 4 && r == 0; b++)
-                r = writer_put(&w, (n >> (8 * b)) & 0xff, 8);
-        if (r == 0)
-                r = writer_put(&w, (uint64_t) ts[0], 64);
-        if (r == 0 && mode == CHUNK_INT)
-                r = writer_put(&w, (uint64_t) base, 64);
-        if (r == 0 && mode == CHUNK_INT)
-                r = writer_put(&w, g, 64);
-        for (size_t i = 0; i < n && r == 0; i++) {
-                if (i > 0) {
-                        /* Wraps like the decoder for stamps far apart. */
-                        int64_t delta = (int64_t) ((uint64_t) ts[i] - (uint64_t) ts[i - 1]);
-                        r = put_dod(&w, (int64_t) ((uint64_t) delta - (uint64_t) prev_delta));
-                        prev_delta = delta;
-                        if (r < 0)
-                                break;
-                }
-                if (mode == CHUNK_INT) {
-                        int64_t v = ((int64_t) values[i] - base) / (int64_t) g;
-                        int64_t delta = v - prev_int;
-                        r = put_varbits(&w, delta - prev_int_delta);
-                        prev_int = v;
-                        prev_int_delta = delta;
-                } else {
-                        r = put_xor(&w, &xs, values[i]);
+        r = encode_mode(ts, values, n, mode, regular, base, (int64_t) g, &w);
+        /* Floats: whichever of XOR and split is smaller. */
+        if (r == 0 && mode == CHUNK_XOR) {
+                r = encode_mode(ts, values, n, CHUNK_SPLIT, regular, 0, 1, &alt);
+                if (r == 0 && alt.bits < w.bits) {
+                        struct bit_writer t = w;
+                        w = alt;
+                        alt = t;
                 }
         }
+        free(alt.data);
         if (r < 0) {
                 free(w.data);
                 return r;
@@ -280,7 +340,8 @@ int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **re
 }
 
 int chunk_count(const uint8_t *data, size_t size) {
-        if (size < 13 || (data[0] != CHUNK_XOR && data[0] != CHUNK_INT))
+        unsigned mode = size > 0 ? data[0] & CHUNK_MODE_MASK : 0;
+        if (size < 13 || mode < CHUNK_XOR || mode > CHUNK_SPLIT || (data[0] & ~(CHUNK_MODE_MASK | CHUNK_REGULAR)))
                 return -EBADMSG;
         uint32_t n = (uint32_t) data[1] | (uint32_t) data[2] << 8 | (uint32_t) data[3] << 16 | (uint32_t) data[4] << 24;
         if (n == 0 || n >= CHUNK_MAX_SAMPLES)
@@ -295,20 +356,31 @@ int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values) 
         struct bit_reader rd = { .data = data, .size_bits = size * 8, .pos = 40 };
         struct xor_state xs = { 0 };
         int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
+        unsigned mode = data[0] & CHUNK_MODE_MASK;
+        bool regular = data[0] & CHUNK_REGULAR;
         uint64_t t = reader_get(&rd, 64);
-        int64_t base = data[0] == CHUNK_INT ? (int64_t) reader_get(&rd, 64) : 0;
-        int64_t g = data[0] == CHUNK_INT ? (int64_t) reader_get(&rd, 64) : 1;
+        int64_t step = regular ? get_varbits(&rd) : 0;
+        double constant = mode == CHUNK_CONST ? bits_double(reader_get(&rd, 64)) : 0;
+        int64_t base = mode == CHUNK_INT ? get_varbits(&rd) : 0;
+        int64_t g = mode == CHUNK_INT ? get_varbits(&rd) : 1;
+        uint64_t prev_hi = 0x3ff;
 
         for (int i = 0; i < n && !rd.overrun; i++) {
-                if (i > 0) {
+                if (i > 0 && regular) {
+                        t += (uint64_t) step;
+                } else if (i > 0) {
                         prev_delta = (int64_t) ((uint64_t) prev_delta + (uint64_t) get_dod(&rd));
                         t += (uint64_t) prev_delta;
                 }
                 ts[i] = (int64_t) t;
-                if (data[0] == CHUNK_INT) {
+                if (mode == CHUNK_CONST) {
+                        values[i] = constant;
+                } else if (mode == CHUNK_INT) {
                         prev_int_delta += get_varbits(&rd);
                         prev_int += prev_int_delta;
                         values[i] = (double) (base + prev_int * g);
+                } else if (mode == CHUNK_SPLIT) {
+                        values[i] = get_split(&rd, &prev_hi);
                 } else {
                         values[i] = get_xor(&rd, &xs);
                 }

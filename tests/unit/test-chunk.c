@@ -137,6 +137,36 @@ static void chunk_encode__extreme_timestamps__round_trip(void **state) {
         round_trip(one_ts, one_v, 1);
 }
 
+static void chunk_encode__regular_or_constant__round_trips_small(void **state) {
+        (void) state;
+        enum { N = 300 };
+        int64_t ts[N];
+        double v[N];
+        const double constants[] = { -0.0, NAN, INFINITY, 7, 1e300 };
+        rng_state = 7;
+        for (size_t c = 0; c < sizeof(constants) / sizeof(constants[0]); c++)
+                for (int regular = 0; regular < 2; regular++) {
+                        for (int i = 0; i < N; i++) {
+                                ts[i] = 1700000000000 + 1000 * (int64_t) i + (regular ? 0 : (int64_t) (rng() % 3));
+                                v[i] = constants[c];
+                        }
+                        round_trip(ts, v, N);
+                        uint8_t *data = NULL;
+                        size_t size = 0;
+                        assert_int_equal(chunk_encode(ts, v, N, &data, &size), 0);
+                        /* A constant on a regular grid costs its header only. */
+                        if (regular)
+                                assert_true(size < 32);
+                        free(data);
+                        /* Regular stamps with varying values. */
+                        for (int i = 0; i < N; i++)
+                                v[i] = c % 2 ? (double) (rng() % 100) : (double) rng() / 3.0;
+                        round_trip(ts, v, N);
+                        round_trip(ts, v, 1);
+                        round_trip(ts, v, 2);
+                }
+}
+
 static void chunk_encode__steady_counter__is_small(void **state) {
         (void) state;
         enum { N = 300 };
@@ -172,6 +202,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(chunk_encode__random_series__round_trips),
                 cmocka_unit_test(chunk_encode__extreme_timestamps__round_trip),
+                cmocka_unit_test(chunk_encode__regular_or_constant__round_trips_small),
                 cmocka_unit_test(chunk_encode__steady_counter__is_small),
                 cmocka_unit_test(chunk_encode__bad_input__refused),
         };
