@@ -1,6 +1,6 @@
 /* Storage benchmarks: prints each figure beside its goal (issue 5).
  *
- *   bench-store DIR [INSTANCE-SPEC [HOURS]]
+ *   bench-store [DIR [INSTANCE-SPEC [HOURS]]]   (DIR: a new one in /tmp)
  *
  * Feeds the device model through the real store path (store_append: chunk
  * encoding, SQLite writes, rollups) for 24 simulated hours at 1 s in DIR,
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collectors/collector.h"
 #include "storage/store.h"
@@ -107,7 +108,12 @@ static struct store *feed(const char *path, struct collector *c, int64_t ticks, 
 int main(int argc, char **argv) {
         char path[4096], err[256];
         struct collector *c = NULL;
-        const char *dir = argc > 1 ? argv[1] : "/tmp";
+        char tmpdir[] = "/tmp/bench-store-XXXXXX";
+        const char *dir = argc > 1 ? argv[1] : mkdtemp(tmpdir);
+        if (!dir) {
+                perror("mkdtemp");
+                return 1;
+        }
         const char *spec = argc > 2 ? argv[2] : "model:trn2.48xlarge,scenario=training";
         int64_t day_s = argc > 3 ? (int64_t) strtol(argv[3], NULL, 10) * 3600 : DAY_S;
         if (day_s <= 0)
@@ -175,5 +181,15 @@ int main(int argc, char **argv) {
         printf("%-52s %12.2f   < 10\n", label, ms);
         store_close(s);
         collector_close(c);
+        /* The databases are large: remove them. */
+        static const char *const files[] = { "bench-day.db", "bench-week.db" };
+        static const char *const suffix[] = { "", "-wal", "-shm" };
+        for (size_t f = 0; f < 2; f++)
+                for (size_t x = 0; x < 3; x++) {
+                        snprintf(path, sizeof(path), "%s/%s%s", dir, files[f], suffix[x]);
+                        remove(path);
+                }
+        if (argc <= 1)
+                rmdir(dir);
         return 0;
 }
