@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collectors/model.h"
+#include "daemon/settings.h"
 
 static const char *const kind_names[FAULT__COUNT] = {
         [FAULT_DEVICE_DOWN] = "device_down",
@@ -26,28 +27,23 @@ const char *const model_ecc_names[ECC__COUNT] = {
 #define EXEC_ERRORS_DEFAULT_RATE 100.0
 #define EXEC_ERRORS_DEFAULT_MS 10000
 
-/* "250ms", "30s", "5m", "2h": one number, one unit. */
-static int parse_duration(const char *text, size_t len, int64_t *ret_ms) {
-        static const struct {
-                const char *unit;
-                int64_t ms;
-        } units[] = { { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 } };
-        int64_t n = 0;
-        size_t i = 0;
+/* A fault starts within and lasts at most a year: far beyond any test, and
+ * small enough that adding it to a tick's timestamp cannot overflow. */
+#define FAULT_TIME_MAX_MS (366LL * 24 * 3600 * 1000)
 
-        for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
-                if (n > INT64_C(1000000000000))
-                        return -EINVAL;
-                n = n * 10 + (text[i] - '0');
-        }
-        if (i == 0)
+/* A duration as the flags take it ("250ms", "30s", "1m30s"), up to a year. */
+static int parse_duration(const char *text, size_t len, int64_t *ret_ms) {
+        char copy[32];
+        int64_t ms;
+
+        if (len == 0 || len >= sizeof(copy))
                 return -EINVAL;
-        for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-                if (len - i == strlen(units[u].unit) && strncmp(text + i, units[u].unit, len - i) == 0) {
-                        *ret_ms = n * units[u].ms;
-                        return 0;
-                }
-        return -EINVAL;
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        if (settings_parse_duration(copy, &ms) < 0 || ms > FAULT_TIME_MAX_MS)
+                return -EINVAL;
+        *ret_ms = ms;
+        return 0;
 }
 
 static int parse_uint(const char *text, size_t len, unsigned *ret) {
@@ -86,7 +82,7 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
         if (plus) {
                 *plus = '\0';
                 if (parse_duration(plus + 1, strlen(plus + 1), &f.duration_ms) < 0 || f.duration_ms <= 0) {
-                        snprintf(err, errlen, "fault '%s': duration '%s' is not a positive duration such as 30s", text,
+                        snprintf(err, errlen, "fault '%s': duration '%s' is not a positive duration up to a year, such as 30s", text,
                                  plus + 1);
                         return -EINVAL;
                 }
@@ -94,7 +90,7 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
         if (at) {
                 *at = '\0';
                 if (parse_duration(at + 1, strlen(at + 1), &f.start_ms) < 0) {
-                        snprintf(err, errlen, "fault '%s': start '%s' is not a duration such as 10s", text, at + 1);
+                        snprintf(err, errlen, "fault '%s': start '%s' is not a duration up to a year, such as 10s", text, at + 1);
                         return -EINVAL;
                 }
         }

@@ -390,6 +390,14 @@ void settings_print_help(const char *argv0) {
                argv0);
 }
 
+/* The long name of the option getopt_long() returned as val. */
+static const char *long_option_name(const struct option *options, int val) {
+        for (; options->name; options++)
+                if (options->val == val)
+                        return options->name;
+        return "?";
+}
+
 int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen) {
         enum { OPT_CHECK_CONFIG = 256, OPT_LIST_INSTANCES, OPT_LOG_LEVEL, OPT_ENABLE_ADMIN };
         static const struct option options[] = {
@@ -447,7 +455,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                                 snprintf(err, errlen, "too many options");
                                 return -EINVAL;
                         }
-                        flags[n_flags].flag = argv[optind - 1];
+                        flags[n_flags].flag = long_option_name(options, opt);
                         flags[n_flags].key = key;
                         flags[n_flags++].value = opt == OPT_ENABLE_ADMIN ? "true" : optarg;
                 }
@@ -467,7 +475,9 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
         for (size_t i = 0; i < n_flags; i++) {
                 char why[512];
                 if (settings_apply(&s, flags[i].key, flags[i].value, why, sizeof(why)) < 0) {
-                        snprintf(err, errlen, "option %s: %s", flags[i].flag, strchr(why, ' ') + 1);
+                        /* why starts with the config key ("interval: ..."): name the flag instead. */
+                        const char *reason = strchr(why, ' ');
+                        snprintf(err, errlen, "option --%s: %s", flags[i].flag, reason ? reason + 1 : why);
                         return -EINVAL;
                 }
         }

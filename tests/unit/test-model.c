@@ -100,6 +100,9 @@ static void model_open__bad_options__explain(void **state) {
         expect_open_error("model:trn1.32xlarge,fault=device_down:0+10s@5s", "before");
         expect_open_error("model:trn1.32xlarge,fault=exec_errors:0:-3", "rate");
         expect_open_error("model:trn1.32xlarge,fault=device_down", "takes <device>");
+        /* Beyond a year: refused rather than overflowing the schedule. */
+        expect_open_error("model:trn1.32xlarge,fault=device_down:0@9999999999999h", "start");
+        expect_open_error("model:trn1.32xlarge,fault=device_down:0+400d", "duration");
 }
 
 static void model_fault_format__parsed_faults__round_trip(void **state) {

@@ -153,7 +153,7 @@ static void settings_load__bad_input__one_line_error(void **state) {
 
         expect_error(unknown, "--frobnicate");
         expect_error(no_value, "--interval");
-        expect_error(duration, "5x");
+        expect_error(duration, "option --interval: '5x'");
         expect_error(too_short, "100ms to 1h");
         expect_error(address, "localhost:80");
         expect_error(missing, "/nonexistent/neurond.conf");
