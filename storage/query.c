@@ -395,6 +395,8 @@ int store_query_range(struct store *s, const struct store_query *q, struct store
         r = store_errno_from_sqlite(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL));
         if (r == 0)
                 r = load_series(s, (int) q->metric, q->matchers, q->n_matchers, &list, &ids, &n);
+        if (r == 0 && n > STORE_QUERY_POINTS_MAX / n_buckets)
+                r = -E2BIG;
         if (r == 0 && n > 0) {
                 res->series = calloc(n, sizeof(*res->series));
                 if (!res->series)

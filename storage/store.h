@@ -23,6 +23,9 @@
 
 #define STORE_MATCHERS_MAX 8
 #define STORE_LABEL_VALUE_MAX 64
+/* Points one range query may return over all its series (about 50 MB of
+ * JSON): bounds the memory a single request can take. */
+#define STORE_QUERY_POINTS_MAX 1000000
 
 #define STORE_SCHEMA_VERSION 2
 
@@ -125,7 +128,8 @@ struct store_result {
  * resolution divides the step, else raw, else the coarsest rollup no
  * coarser than the step. Rollup tiers hold complete minutes only, so they
  * lag by up to a minute. -EINVAL when rate is asked of a gauge or for a
- * bad window. */
+ * bad window; -E2BIG when the matching series times the buckets exceed
+ * STORE_QUERY_POINTS_MAX. */
 int store_query_range(struct store *s, const struct store_query *q, struct store_result **ret);
 void store_result_free(struct store_result *r); /* NULL-safe */
 

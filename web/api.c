@@ -294,7 +294,13 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 return;
         }
         int r = store_query_range(ctx->store, &q, &res);
-        if (r == -EINVAL || r == -E2BIG) {
+        if (r == -E2BIG) {
+                web_reply_error(reply, 400, "bad_data",
+                                "the query would return more than %d points in all; add label filters or increase step",
+                                STORE_QUERY_POINTS_MAX);
+                return;
+        }
+        if (r == -EINVAL) {
                 web_reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
                 return;
         }

@@ -141,6 +141,28 @@ static void store_open__newer_schema__eprotonosupport(void **state) {
         assert_null(s);
 }
 
+/* Series times buckets past the budget is refused before anything is read. */
+static void store_query_range__too_many_points__e2big(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+        double values[] = { 0.5, 0.75, 1 };
+        uint8_t valid[] = { 1, 1, 1 };
+        assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
+
+        /* Two utilization series: half the budget each fits, more does not. */
+        int64_t buckets = STORE_QUERY_POINTS_MAX / 2;
+        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = (buckets - 1) * 1000,
+                                 .step_ms = 1000 };
+        struct store_result *r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), 0);
+        store_result_free(r);
+        q.end_ms += 1000;
+        r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), -E2BIG);
+        assert_null(r);
+        store_close(s);
+}
+
 static void store_append__wrong_count__einval(void **state) {
         struct fixture *f = *state;
         struct store *s = open_store(f->path);
@@ -156,6 +178,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_query_range__label_matcher__filters, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__reopen__series_keep_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__newer_schema__eprotonosupport, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__too_many_points__e2big, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__wrong_count__einval, setup, teardown),
         };
         return cmocka_run_group_tests_name("store", tests, NULL, NULL);
