@@ -201,7 +201,8 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         } else {
                 failed++;
         }
-        return failed;
+        /* Neither file readable: the collector is down, not partly up. */
+        return failed == 2 ? -EIO : failed;
 }
 
 static void host_close(struct collector *c) {

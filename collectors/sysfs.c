@@ -434,7 +434,7 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
         struct sysfs *s = (struct sysfs *) c;
         const struct inventory *inv = &c->inv;
         unsigned up = 0;
-        int failed = 0;
+        int failed = 0, attempted = 0;
 
         (void) now_ms;
         /* Reopen the root each tick: a container's sysfs mount may have been
@@ -476,6 +476,7 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
                 int r = read_source(s, src, &v);
                 /* -EAGAIN: a baseline or no figure this tick, not a failure. */
                 failed += r < 0 && r != -EAGAIN;
+                attempted++;
                 if (src->kind == SOURCE_CORE_MEM) {
                         if (r < 0)
                                 s->dev_mem_ok[src->dev] = 0;
@@ -495,7 +496,10 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
                 out->valid[i] = s->dev_mem_ok[src->dev];
         }
         /* Every device gone at once: the driver was unloaded. */
-        return up > 0 ? failed : -ENODEV;
+        if (up == 0)
+                return -ENODEV;
+        /* Not one file readable: the collector is down, not partly up. */
+        return attempted > 0 && failed == attempted ? -EIO : failed;
 }
 
 const struct collector_ops sysfs_collector_ops = {

@@ -120,6 +120,13 @@ static void host_read__fixture_root__series(void **state) {
         assert_float_equal(v[HOST_CPU_IDLE], 0.5, 1e-12);
         assert_false(ok[HOST_CPU__COUNT]);
         assert_false(ok[HOST_CPU__COUNT + 1]);
+
+        /* Nothing readable: a failed read, so neurond_collector_up says 0. */
+        put("stat", "garbage\n");
+        memset(ok, 0, sizeof(ok));
+        assert_int_equal(c->ops->read(c, 0, &b), -EIO);
+        for (size_t i = 0; i < HOST_CPU__COUNT + 2; i++)
+                assert_false(ok[i]);
         collector_close(c);
 }
 
