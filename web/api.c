@@ -60,7 +60,8 @@ static bool reject_params(const struct param *params, size_t n, struct web_reply
 static void handle_healthz(const struct web_context *ctx, const struct param *params, size_t n,
                            struct web_reply *reply) {
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
-        double wall_interval_ms = (double) ctx->interval_ms / ctx->time_scale;
+        /* SIGHUP may change the interval from the loop thread. */
+        double wall_interval_ms = (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / ctx->time_scale;
         double limit_ms = 3 * wall_interval_ms + 2000;
 
         reply->content_type = JSON_TYPE;
@@ -118,8 +119,13 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
         json_string(b, d->arch);
         buf_puts(b, ",\"core_arch\":");
         json_string(b, d->core_arch);
-        buf_printf(b, ",\"cores\":%u,\"first_core\":%u,\"memory_total_bytes\":%llu,\"peers\":[", d->core_count,
-                   d->first_core, (unsigned long long) d->memory_bytes);
+        buf_printf(b, ",\"cores\":%u,\"first_core\":%u,\"memory_total_bytes\":", d->core_count, d->first_core);
+        /* 0 means the capacity is unknown (a chip not in the catalog): say so. */
+        if (d->memory_bytes)
+                buf_printf(b, "%llu", (unsigned long long) d->memory_bytes);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"peers\":[");
         for (unsigned p = 0; p < d->n_peers; p++)
                 buf_printf(b, "%s%u", p ? "," : "", d->peers[p]);
         buf_puts(b, "],\"serial_number\":");
@@ -396,7 +402,7 @@ static void handle_status(const struct web_context *ctx, const struct param *par
         json_string(b, ctx->self.backend);
         buf_puts(b, ",\"instance_type\":");
         json_string(b, ctx->self.instance_type);
-        buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":", (double) ctx->interval_ms / 1000.0);
+        buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":", (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / 1000.0);
         buf_double(b, ctx->time_scale);
         buf_printf(b, ",\"series\":%zu,\"started\":", ctx->n_series);
         json_time(b, ctx->started_ms);
