@@ -24,6 +24,9 @@ struct auth {
          * at start, so memory holds no reusable password equivalent. */
         char cache_setting[64];
         pthread_mutex_t lock;  /* guards users[].cached */
+        /* Held while a bcrypt runs: at most one HTTP thread hashes at a time,
+         * so a stream of wrong passwords cannot occupy every thread. */
+        pthread_mutex_t slow_lock;
 };
 
 bool auth_equal(const char *given, const char *expected) {
@@ -121,6 +124,7 @@ int auth_new(const char *users_file, const char *token_file, struct auth **ret, 
         if (!a)
                 return -ENOMEM;
         pthread_mutex_init(&a->lock, NULL);
+        pthread_mutex_init(&a->slow_lock, NULL);
         if (users && (r = load_users(a, users_file, err, errlen)) < 0)
                 goto fail;
         if (token && (r = load_token(a, token_file, err, errlen)) < 0)
@@ -145,6 +149,7 @@ void auth_free(struct auth *a) {
         if (!a)
                 return;
         pthread_mutex_destroy(&a->lock);
+        pthread_mutex_destroy(&a->slow_lock);
         explicit_bzero(a, sizeof(*a));
         free(a);
 }
@@ -197,7 +202,12 @@ bool auth_check_basic(struct auth *a, const char *user, const char *password) {
         /* An unknown user costs one bcrypt too (against the first user's
          * hash), so response time does not tell which names exist. */
         const struct auth_user *target = match ? match : &a->users[0];
-        if (!crypt_into(password, target->hash, slow, sizeof(slow)))
+        /* Another thread is already hashing: refuse now rather than queue. */
+        if (pthread_mutex_trylock(&a->slow_lock) != 0)
+                return false;
+        bool hashed = crypt_into(password, target->hash, slow, sizeof(slow));
+        pthread_mutex_unlock(&a->slow_lock);
+        if (!hashed)
                 return false;
         bool ok = auth_equal(slow, target->hash) && match;
         if (ok) {

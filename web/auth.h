@@ -24,7 +24,9 @@ bool auth_has_token(const struct auth *a);
 
 /* Checks a user name and password against the users file. A bcrypt
  * verification costs tens of milliseconds; after one succeeds, the same
- * password is recognised by a fast salted SHA-256 crypt held in memory. */
+ * password is recognised by a fast salted SHA-256 crypt held in memory.
+ * Only one bcrypt runs at a time: a check that would wait for another
+ * thread's bcrypt fails at once (the client sees 401 and retries). */
 bool auth_check_basic(struct auth *a, const char *user, const char *password);
 /* Checks the value of an "Authorization: Bearer X" header's X. */
 bool auth_check_bearer(const struct auth *a, const char *token);
