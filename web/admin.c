@@ -141,7 +141,15 @@ bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
                 web_reply_error(reply, 404, "not_found", "fault injection needs the model backend");
                 return true;
         }
-        if (strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0) {
+        bool reads = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+        /* Browsers send Origin with cross-site form posts; curl and scripts
+         * do not. Refusing it keeps a web page from injecting faults. */
+        if (!reads && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin")) {
+                log_warning("admin: refused %s %.100s from %s carrying an Origin header", method, url, client);
+                web_reply_error(reply, 403, "forbidden", "the admin endpoint refuses requests from web pages (Origin header)");
+                return true;
+        }
+        if (reads) {
                 list_faults(ctx->admin, reply);
         } else if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
                 inject_fault(ctx->admin, conn, client, reply);

@@ -53,6 +53,11 @@ code=$(curl -s --max-time 10 -o "$TEST_TMP/body" -w '%{http_code}' -X POST "http
 [ "$code" = 400 ] && grep -q 'device 16 does not exist' "$TEST_TMP/body" || fail "out-of-range device: $code $(cat "$TEST_TMP/body")"
 code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X PUT "http://127.0.0.1:$PORT$admin")
 [ "$code" = 405 ] || fail "PUT answered $code"
+# A web page's cross-site post carries Origin: refused, nothing injected.
+code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' -H 'Origin: http://example.test' -X POST \
+  "http://127.0.0.1:$PORT$admin?fault=device_down:2")
+[ "$code" = 403 ] || fail "POST with Origin answered $code"
+curl -s --max-time 10 "http://127.0.0.1:$PORT$admin" | grep -q 'device_down:2' && fail "a refused POST injected a fault"
 
 # A device disappears (a '+' in the query may come as a space) and returns.
 post "device_down:3%2B3s"
