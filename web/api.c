@@ -59,6 +59,8 @@ static bool reject_params(const struct param *params, size_t n, struct web_reply
  * plus a grace for a slow tick; otherwise the loop is stalled. */
 static void handle_healthz(const struct web_context *ctx, const struct param *params, size_t n,
                            struct web_reply *reply) {
+        if (reject_params(params, n, reply))
+                return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         /* SIGHUP may change the interval from the loop thread. */
         double wall_interval_ms = (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / ctx->time_scale;

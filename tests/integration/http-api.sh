@@ -26,6 +26,7 @@ n=$(grep -o '"__name__"' "$TEST_TMP/body" | wc -l)
 [ "$n" -eq 1 ] || fail "latest with metric and neuroncore filters returned $n series"
 expect /api/v1/status 200 '"version":"[0-9.]*".*"backend":"model:trn1.32xlarge".*"uptime_seconds":'
 expect /healthz 200 '"status":"ok"'
+expect '/healthz?verbose=1' 400 "parameter 'verbose'"
 
 now=$(date +%s)
 iso=$(date -u -d "@$((now - 60))" +%Y-%m-%dT%H:%M:%SZ)
