@@ -85,6 +85,9 @@ struct collector {
         /* Simulated seconds per wall-clock second: 1 for real hardware,
          * the model's speed= option otherwise. */
         double time_scale;
+        /* Why the last read() lost series, one line ("neuron3/...: value went
+         * backwards"), or "" when it lost none; for the daemon's debug log. */
+        char reason[192];
 };
 
 void inventory_free(struct inventory *inv);

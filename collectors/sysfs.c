@@ -31,6 +31,9 @@ struct source {
         enum source_kind kind;
         unsigned dev;   /* position in inventory.devices */
         char *path;     /* relative to the root; NULL for derived series */
+        bool counter;   /* a _total series: must not go backwards */
+        double last;    /* the counter's previous value, when has_last */
+        bool has_last;
         struct sysfs_pe_counters prev;
         bool has_prev;
 };
@@ -134,7 +137,9 @@ static int add(struct sysfs *s, enum metric_id metric, const char *const *labels
                         return -ENOMEM;
                 s->sources = grown;
         }
-        s->sources[n] = (struct source){ .kind = kind, .dev = dev };
+        s->sources[n] = (struct source){
+                .kind = kind, .dev = dev, .counter = metric_table[metric].type == METRIC_COUNTER,
+        };
         if (path) {
                 s->sources[n].path = strdup(path);
                 if (!s->sources[n].path)
@@ -392,6 +397,14 @@ static int read_source(struct sysfs *s, struct source *src, double *ret) {
                 r = sysfs_parse_u64(buf, len, &v);
                 if (r < 0)
                         return r;
+                /* A counter cleared by root: absent this tick, and the new
+                 * value is the baseline from the next tick on. */
+                if (src->counter && src->has_last && (double) v < src->last) {
+                        src->last = (double) v;
+                        return -ERANGE;
+                }
+                src->last = (double) v;
+                src->has_last = src->counter;
                 *ret = (double) v;
                 return 0;
         case SOURCE_POWER: {
@@ -437,6 +450,7 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
         int failed = 0, attempted = 0;
 
         (void) now_ms;
+        c->reason[0] = '\0';
         /* Reopen the root each tick: a container's sysfs mount may have been
          * replaced since the last one, and the old fd would show a dead tree. */
         int fd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -475,7 +489,9 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
                 }
                 int r = read_source(s, src, &v);
                 /* -EAGAIN: a baseline or no figure this tick, not a failure. */
-                failed += r < 0 && r != -EAGAIN;
+                if (r < 0 && r != -EAGAIN && failed++ == 0)
+                        snprintf(c->reason, sizeof(c->reason), "%s: %s", src->path,
+                                 r == -ERANGE ? "value out of range or went backwards" : strerror(-r));
                 attempted++;
                 if (src->kind == SOURCE_CORE_MEM) {
                         if (r < 0)

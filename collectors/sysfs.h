@@ -17,8 +17,9 @@
  * invalid for this tick (a missing, empty or garbled file, a counter that
  * went backwards, a device directory that vanished; neuron_device_up says
  * 0 for the latter) and the next tick reads them afresh. It returns how
- * many series it could not read (>= 0), or -ENODEV when every device is
- * gone (the driver was unloaded).
+ * many series it could not read (>= 0, the first reason in c->reason),
+ * -EIO when it could read none, or -ENODEV when every device is gone (the
+ * driver was unloaded).
  *
  * The parsers below are pure functions over a buffer: they never read
  * files, allocate or log, and they accept any bytes (they are fuzzed). */

@@ -280,6 +280,8 @@ static void sysfs_read__damaged_files__series_absent_then_recover(void **state) 
                 /* A partial sum would be a wrong figure: the device sum goes too. */
                 assert_absent(&t, dev);
                 assert_true(t.valid[core0]);
+                /* The reason names the file, for the daemon's debug log. */
+                assert_non_null(strstr(c->reason, "neuron_core1/stats/memory_usage/device_mem/total: "));
                 tick_free(&t);
         }
         snprintf(path, sizeof(path), "%s/%s", root, ecc);
@@ -294,6 +296,19 @@ static void sysfs_read__damaged_files__series_absent_then_recover(void **state) 
         t = tick(c);
         assert_int_equal(t.ret, 0);
         assert_value(&t, e, 7);
+        assert_string_equal(c->reason, "");
+        tick_free(&t);
+        /* A counter cleared by root: absent for a tick, then counts from the new value. */
+        put(ecc, "2\n");
+        t = tick(c);
+        assert_int_equal(t.ret, 1);
+        assert_absent(&t, e);
+        assert_non_null(strstr(c->reason, "went backwards"));
+        tick_free(&t);
+        put(ecc, "3\n");
+        t = tick(c);
+        assert_int_equal(t.ret, 0);
+        assert_value(&t, e, 3);
         tick_free(&t);
         collector_close(c);
 }
