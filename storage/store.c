@@ -454,6 +454,8 @@ static int setup_schema(struct store *s) {
         return r;
 }
 
+static int64_t used_bytes(struct store *s);
+
 int store_open_with(const char *path, const struct store_options *o, struct store **ret) {
         struct store *s;
         int r;
@@ -483,6 +485,7 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
                 store_close(s);
                 return r;
         }
+        s->stats.used_bytes = used_bytes(s);
         *ret = s;
         return 0;
 }
@@ -845,6 +848,12 @@ static int sync_ticks(struct store *s) {
                 /* Gives freed pages back; harmless when it fails. */
                 exec(s->db, "PRAGMA incremental_vacuum");
         }
+        if (retention || n_chunk > 0) {
+                int64_t bytes = used_bytes(s);
+                pthread_mutex_lock(&s->stats_lock);
+                s->stats.used_bytes = bytes;
+                pthread_mutex_unlock(&s->stats_lock);
+        }
         if (n_chunk > 0) {
                 memmove(s->tick_ts, s->tick_ts + n_chunk, (s->n_ticks - n_chunk) * sizeof(*s->tick_ts));
                 memmove(s->values, s->values + n_chunk * s->n_series,
@@ -915,6 +924,7 @@ void store_get_stats(struct store *s, struct store_stats *ret) {
         pthread_mutex_lock(&s->stats_lock);
         *ret = s->stats;
         pthread_mutex_unlock(&s->stats_lock);
+        ret->options = s->opt;
 }
 
 int store_set_page_limit(struct store *s, int64_t max_pages) {

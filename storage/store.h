@@ -75,6 +75,8 @@ struct store_stats {
         uint64_t ticks_dropped;   /* ticks lost because memory filled while degraded */
         int64_t newest_ms;        /* newest tick stored or buffered, 0 when none */
         unsigned damaged_set_aside; /* 1 when open found the file damaged */
+        int64_t used_bytes;       /* pages in use, as of the latest chunk flush; 0 before it */
+        struct store_options options; /* retention and size cap in force */
 };
 
 /* A consistent copy of the counters; callable from any thread. */

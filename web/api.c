@@ -413,6 +413,14 @@ static void handle_status(const struct web_context *ctx, const struct param *par
                 json_time(b, snap->timestamp_ms);
         else
                 buf_puts(b, "null");
+        struct store_stats st;
+        store_get_stats(ctx->store, &st);
+        buf_printf(b,
+                   ",\"store\":{\"used_bytes\":%lld,\"size_cap_bytes\":%llu,\"degraded\":%s,\"retention_seconds\":"
+                   "{\"raw\":%lld,\"1m\":%lld,\"1h\":%lld}}",
+                   (long long) st.used_bytes, (unsigned long long) st.options.size_cap_bytes,
+                   st.degraded ? "true" : "false", (long long) (st.options.raw_retention_ms / 1000),
+                   (long long) (st.options.minute_retention_ms / 1000), (long long) (st.options.hour_retention_ms / 1000));
         buf_puts(b, ",\"collectors\":[");
         for (size_t i = 0; i < ctx->self.n_collectors; i++) {
                 buf_puts(b, i ? ",{\"name\":" : "{\"name\":");

@@ -25,6 +25,9 @@ expect '/api/v1/latest?metric=neuroncore_utilization_ratio&neuroncore=7' 200 '"n
 n=$(grep -o '"__name__"' "$TEST_TMP/body" | wc -l)
 [ "$n" -eq 1 ] || fail "latest with metric and neuroncore filters returned $n series"
 expect /api/v1/status 200 '"version":"[0-9.]*".*"backend":"model:trn1.32xlarge".*"uptime_seconds":'
+grep -q '"store":{"used_bytes":[1-9][0-9]*,"size_cap_bytes":1073741824,"degraded":false,"retention_seconds":{"raw":172800,"1m":2592000,"1h":31536000}}' \
+  "$TEST_TMP/body" || fail "/api/v1/status lacks the store: $(cat "$TEST_TMP/body")"
+
 expect /healthz 200 '"status":"ok"'
 expect '/healthz?verbose=1' 400 "parameter 'verbose'"
 
