@@ -114,4 +114,12 @@ grep -q 'not bcrypt' "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/ch
 printf '[neurond]\nbasic_auth_users = %s\n' "$TEST_TMP/users" >"$TEST_TMP/good.conf"
 "$NEUROND" --config "$TEST_TMP/good.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 ||
   fail "--check-config refused a good users file: $(cat "$TEST_TMP/check.out")"
+
+# Listening on every address without TLS or auth works, with a warning
+# (the test still talks to it over loopback only).
+start_daemon --backend model:trn1.2xlarge --listen 0.0.0.0:0
+[ "$(http_status /healthz)" = 200 ] || fail "0.0.0.0 listener did not answer on loopback"
+grep -q 'non-loopback address without TLS or authentication' "$TEST_TMP/daemon.log" ||
+  fail "no warning for an exposed listener: $(cat "$TEST_TMP/daemon.log")"
+stop_daemon
 echo PASS
