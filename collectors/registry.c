@@ -19,7 +19,8 @@ static const struct collector_ops *const registry[] = {
 void inventory_free(struct inventory *inv) {
         if (!inv)
                 return;
-        for (unsigned i = 0; i < inv->n_devices; i++)
+        /* n_devices may be set before the array's allocation failed. */
+        for (unsigned i = 0; inv->devices && i < inv->n_devices; i++)
                 free(inv->devices[i].peers);
         free(inv->devices);
         free(inv->series);

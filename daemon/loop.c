@@ -66,18 +66,76 @@ void loop_done(struct loop *l) {
         l->series = NULL;
 }
 
-/* The tick's stamp: wall-clock time, sped up by the model's time scale,
- * and strictly increasing so that no two ticks share a timestamp. */
-static int64_t tick_stamp(struct loop *l, int64_t mono_ns) {
+int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
         int64_t stamp;
-        if (l->time_scale == 1)
-                stamp = clock_ns(CLOCK_REALTIME) / 1000000;
-        else
+
+        if (l->time_scale != 1) {
+                /* Simulated time runs off the monotonic clock alone. */
                 stamp = l->wall_start_ms + (int64_t) ((double) (mono_ns - l->mono_start_ns) / 1e6 * l->time_scale);
+        } else if (l->last_stamp_ms == 0) {
+                stamp = wall_ms;
+        } else {
+                /* Where the wall clock should be if nobody stepped it. */
+                int64_t expected = l->last_stamp_ms + (mono_ns - l->last_stamp_mono_ns) / 1000000;
+                int64_t drift = wall_ms - expected;
+                if (drift > LOOP_CLOCK_STEP_MS) {
+                        log_warning("wall clock jumped forward by %.3f s; stamping from it", (double) drift / 1000.0);
+                        l->clock_held = false;
+                        stamp = wall_ms;
+                } else if (drift < (l->clock_held ? 0 : -LOOP_CLOCK_STEP_MS)) {
+                        /* Stamping from the stepped clock would store ticks older
+                         * than stored ones; continue the timeline instead. */
+                        if (!l->clock_held)
+                                log_warning("wall clock jumped back by %.3f s; stamping from the monotonic clock "
+                                            "until the wall clock catches up",
+                                            (double) -drift / 1000.0);
+                        l->clock_held = true;
+                        stamp = expected;
+                } else {
+                        if (l->clock_held)
+                                log_info("wall clock caught up; stamping from it again");
+                        l->clock_held = false;
+                        stamp = wall_ms;
+                }
+        }
         if (stamp <= l->last_stamp_ms)
                 stamp = l->last_stamp_ms + 1;
         l->last_stamp_ms = stamp;
+        l->last_stamp_mono_ns = mono_ns;
         return stamp;
+}
+
+/* Reads collector i into batch unless it is backing off; returns the read's
+ * result, or -EAGAIN when the read was skipped. */
+static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, struct sample_batch *batch) {
+        struct collector *c = l->collectors[i];
+        struct loop_collector_state *st = &l->state[i];
+
+        if (l->tick < st->retry_tick)
+                return -EAGAIN;
+        int r = c->ops->read(c, stamp_ms, batch);
+        if (r >= 0) {
+                if (st->failures > 0)
+                        log_collector(LOG_LEVEL_INFO, c->ops->name, "reads work again after %llu failures",
+                                      (unsigned long long) st->failures);
+                st->failures = 0;
+                st->error = 0;
+                st->retry_tick = 0;
+                return r;
+        }
+        /* A failed read leaves nothing half-valid behind. */
+        memset(batch->valid, 0, batch->n);
+        st->failures++;
+        uint64_t delay = LOOP_BACKOFF_MAX;
+        if (st->failures < 7 && (2ULL << (st->failures - 1)) < LOOP_BACKOFF_MAX)
+                delay = 2ULL << (st->failures - 1);
+        st->retry_tick = l->tick + delay;
+        /* Bounded complaints: on a new error, then after 2, 4, 8 ... failures. */
+        if (r != st->error || (st->failures & (st->failures - 1)) == 0)
+                log_collector(LOG_LEVEL_WARNING, c->ops->name, "read failed (%llu in a row): %s; next try in %llu intervals",
+                              (unsigned long long) st->failures, strerror(-r), (unsigned long long) delay);
+        st->error = r;
+        return r;
 }
 
 int loop_tick(struct loop *l) {
@@ -86,30 +144,17 @@ int loop_tick(struct loop *l) {
                 return -ENOMEM;
 
         int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
-        snap->timestamp_ms = tick_stamp(l, mono_ns);
+        snap->timestamp_ms = loop_stamp(l, clock_ns(CLOCK_REALTIME) / 1000000, mono_ns);
         snap->monotonic_ms = mono_ns / 1000000;
         snap->tick = ++l->tick;
+        snap->overruns = l->overruns;
         for (size_t i = 0; i < l->n_collectors; i++) {
-                struct collector *c = l->collectors[i];
                 struct sample_batch batch = {
-                        .n = c->inv.n_series,
+                        .n = l->collectors[i]->inv.n_series,
                         .values = snap->values + l->offsets[i],
                         .valid = snap->valid + l->offsets[i],
                 };
-                int r = c->ops->read(c, snap->timestamp_ms, &batch);
-                snap->collector_up[i] = r >= 0;
-                if (r < 0)
-                        /* A failed read leaves nothing half-valid behind. */
-                        memset(batch.valid, 0, batch.n);
-                /* Complain once when a collector starts failing, not every tick. */
-                int err = r < 0 ? r : 0;
-                if (err != l->read_error[i]) {
-                        if (err < 0)
-                                log_collector(LOG_LEVEL_WARNING, c->ops->name, "read failed: %s", strerror(-err));
-                        else
-                                log_collector(LOG_LEVEL_INFO, c->ops->name, "reads work again");
-                        l->read_error[i] = err;
-                }
+                snap->collector_up[i] = loop_read(l, i, snap->timestamp_ms, &batch) >= 0;
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
 
@@ -219,8 +264,10 @@ int loop_run(struct loop *l, int signal_fd) {
                         if (read(tfd, &expirations, sizeof(expirations)) != sizeof(expirations))
                                 continue;
                         /* Missed expirations are skipped ticks: poll once, stay on the grid. */
-                        if (expirations > 1)
+                        if (expirations > 1) {
+                                l->overruns += expirations - 1;
                                 log_debug("tick overran: %llu intervals skipped", (unsigned long long) (expirations - 1));
+                        }
                         loop_tick(l);
                 }
                 /* Pinged from this thread only: a loop stuck in a collector gets

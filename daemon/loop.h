@@ -2,16 +2,39 @@
  * per tick, the snapshot published whole, the samples handed to the store.
  *
  * Scheduling uses CLOCK_MONOTONIC; the stamp comes from CLOCK_REALTIME,
- * scaled by the backend's time_scale for the model's speed= option. */
+ * scaled by the backend's time_scale for the model's speed= option.
+ * Stamps never go backwards and never repeat: when the wall clock steps
+ * back, stamps continue from the monotonic clock until it catches up
+ * (see loop_stamp()).
+ *
+ * A tick that runs past the next one skips the missed intervals (counted in
+ * overruns) and the loop stays on its grid. A collector whose read fails is
+ * retried after 2, 4, 8 ... up to LOOP_BACKOFF_MAX intervals, and at every
+ * interval again after its first success; its failures are logged when
+ * they start, when the error changes, after 2^k consecutive failures and
+ * when reads work again. */
 #pragma once
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "collectors/collector.h"
 #include "daemon/snapshot.h"
 #include "storage/store.h"
+
+/* A failing collector is retried at most this many intervals apart. */
+#define LOOP_BACKOFF_MAX 64
+/* A difference between the wall clock and the monotonic clock larger than
+ * this, from one tick to the next, is a clock step rather than a slew. */
+#define LOOP_CLOCK_STEP_MS 1000
+
+struct loop_collector_state {
+        int error;              /* last read result, 0 after a success */
+        uint64_t failures;      /* consecutive failed reads */
+        uint64_t retry_tick;    /* the collector is not read before this tick */
+};
 
 struct loop {
         struct collector *const *collectors;
@@ -27,8 +50,11 @@ struct loop {
         int64_t last_stamp_ms;
         int64_t wall_start_ms;
         int64_t mono_start_ns;
+        int64_t last_stamp_mono_ns;  /* CLOCK_MONOTONIC at the last stamp */
+        bool clock_held;             /* the wall clock stepped back; stamping from the monotonic clock */
+        uint64_t overruns;           /* intervals skipped because a tick ran late */
         int store_error;             /* last store_append() result, logged on change */
-        int read_error[SNAPSHOT_COLLECTORS_MAX]; /* each collector's last read result, logged on change */
+        struct loop_collector_state state[SNAPSHOT_COLLECTORS_MAX];
         /* Called on SIGHUP from the loop's thread. It re-reads the
          * configuration and applies what can change at run time (it may set
          * interval_ms); it returns -EINVAL and changes nothing when the new
@@ -49,6 +75,14 @@ void loop_done(struct loop *l);
 /* Runs one tick now. Returns 0, or the store's error (the tick is still
  * published for readers). */
 int loop_tick(struct loop *l);
+
+/* The stamp for a tick taken at wall_ms (CLOCK_REALTIME, milliseconds)
+ * and mono_ns (CLOCK_MONOTONIC). Strictly greater than the previous stamp.
+ * With a time scale of 1 it is wall_ms, except when the wall clock stepped
+ * back by more than LOOP_CLOCK_STEP_MS: then the stamp is the previous one
+ * plus the monotonic time elapsed, until the wall clock reaches it again.
+ * A step forward is followed at once. Each step is logged once. */
+int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns);
 
 /* Ticks every interval until SIGTERM or SIGINT arrives on signal_fd
  * (a signalfd); SIGHUP calls the reload hook. Sends WATCHDOG=1 with a

@@ -132,6 +132,13 @@ int main(int argc, char **argv) {
                 return EXIT_SUCCESS;
         }
         log_init(settings.log_level);
+        /* Reading sysfs and serving HTTP need no privilege; a daemon facing
+         * the network should not hold any it does not need. */
+        if (action == SETTINGS_RUN && geteuid() == 0 && !settings.allow_root) {
+                log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
+                          "or pass --allow-root");
+                return EXIT_FAILURE;
+        }
 
         r = collector_open_spec(settings.backend, &backend, err, sizeof(err));
         if (r < 0) {

@@ -378,6 +378,7 @@ void settings_print_help(const char *argv0) {
                "  -c, --config FILE        INI config file (default " NEUROND_CONFIG_FILE " if present)\n"
                "  -w, --web-root DIR       dashboard files (default " NEUROND_WEB_ROOT ")\n"
                "      --log-level LEVEL    error, warning, info or debug (default info)\n"
+               "      --allow-root         run even as root (by default neurond refuses to)\n"
                "      --check-config       validate settings and the backend, then exit\n"
                "      --list-instances     print the device model's instance catalog and exit\n"
                "      --enable-admin       serve the model's fault endpoint /api/v1/admin/faults\n"
@@ -399,7 +400,7 @@ static const char *long_option_name(const struct option *options, int val) {
 }
 
 int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen) {
-        enum { OPT_CHECK_CONFIG = 256, OPT_LIST_INSTANCES, OPT_LOG_LEVEL, OPT_ENABLE_ADMIN };
+        enum { OPT_CHECK_CONFIG = 256, OPT_LIST_INSTANCES, OPT_LOG_LEVEL, OPT_ENABLE_ADMIN, OPT_ALLOW_ROOT };
         static const struct option options[] = {
                 { "listen", required_argument, NULL, 'l' },
                 { "db", required_argument, NULL, 'd' },
@@ -411,6 +412,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                 { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
                 { "list-instances", no_argument, NULL, OPT_LIST_INSTANCES },
                 { "enable-admin", no_argument, NULL, OPT_ENABLE_ADMIN },
+                { "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {},
@@ -422,6 +424,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
         size_t n_flags = 0;
         const char *config_path = NULL;
         int action = SETTINGS_RUN;
+        bool allow_root = false;
         struct settings s;
         int opt;
 
@@ -441,6 +444,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                 case 'c': config_path = optarg; break;
                 case OPT_CHECK_CONFIG: action = SETTINGS_CHECK_CONFIG; break;
                 case OPT_LIST_INSTANCES: action = SETTINGS_LIST_INSTANCES; break;
+                case OPT_ALLOW_ROOT: allow_root = true; break;
                 case 'h': return SETTINGS_HELP;
                 case 'V': return SETTINGS_VERSION;
                 case ':':
@@ -485,6 +489,7 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                 snprintf(err, errlen, "tls_cert and tls_key must be given together");
                 return -EINVAL;
         }
+        s.allow_root = allow_root;
         *ret = s;
         return action;
 }

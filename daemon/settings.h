@@ -58,6 +58,7 @@ struct settings {
         int64_t retention_minute_ms;     /* retention_1m, default 30d */
         int64_t retention_hour_ms;       /* retention_1h, default 365d */
         uint64_t max_db_bytes;           /* max_db_size ("512M", "1G"; 0 no cap), default 1G */
+        bool allow_root;                 /* --allow-root: run even with euid 0 */
 };
 
 /* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.

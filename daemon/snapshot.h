@@ -17,6 +17,7 @@ struct snapshot {
         int64_t monotonic_ms;      /* CLOCK_MONOTONIC when the tick was taken */
         uint64_t tick;             /* ticks since start, from 1 */
         double poll_seconds;       /* wall time the collectors took */
+        uint64_t overruns;         /* intervals skipped since start because a tick ran late */
         size_t n;                  /* series, parallel to the loop's inventory */
         double *values;
         uint8_t *valid;

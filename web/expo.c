@@ -104,7 +104,8 @@ static void family_header(struct buf *out, enum accept_format format, const char
 void expo_free(struct expo *e) {
         if (!e)
                 return;
-        for (size_t i = 0; i < e->n_series; i++)
+        /* prefixes is NULL when its own allocation failed. */
+        for (size_t i = 0; e->prefixes && i < e->n_series; i++)
                 free(e->prefixes[i]);
         for (size_t f = 0; f < e->n_families; f++) {
                 free(e->families[f].header[0]);
@@ -253,6 +254,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_puts(out, "neurond_poll_duration_seconds ");
         buf_double(out, snap->poll_seconds);
         buf_puts(out, "\n");
+        family_header(out, "neurond_tick_overruns_total",
+                      "Poll intervals skipped because a tick took longer than the interval.", "counter");
+        buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
 }
 
 void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,

@@ -39,7 +39,7 @@ need() {
 # database (unless --db is given) and sets PORT from its log.
 start_daemon() {
   : > "$TEST_TMP/daemon.log"
-  "$NEUROND" --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$TEST_TMP/neurond.db" "$@" \
+  "$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$TEST_TMP/neurond.db" "$@" \
     >"$TEST_TMP/daemon.log" 2>&1 &
   DAEMON_PID=$!
   PORT=

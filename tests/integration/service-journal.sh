@@ -20,7 +20,7 @@ mkdir -p /run/systemd/journal
 python3 "$top_srcdir/tests/integration/notify-listen.py" /run/systemd/journal/socket "$TMP/journal.txt" 20 &
 listener=\$!
 i=0; while ! grep -q BOUND "$TMP/journal.txt" 2>/dev/null; do i=\$((i+1)); [ \$i -lt 200 ]; sleep 0.1; done
-JOURNAL_STREAM=$stream "$NEUROND" --listen 127.0.0.1:0 --db "$TMP/j.db" --web-root "$WEB_ROOT" \
+JOURNAL_STREAM=$stream "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$TMP/j.db" --web-root "$WEB_ROOT" \
         --backend model:trn1.2xlarge --log-level debug 2>>"$TMP/err" &
 pid=\$!
 i=0; while ! grep -q 'MESSAGE=listening on port' "$TMP/journal.txt"; do i=\$((i+1)); [ \$i -lt 200 ]; sleep 0.1; done

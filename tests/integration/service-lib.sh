@@ -33,7 +33,7 @@ wait_for() {
 # in $TMP, logging to $TMP/NAME.log; sets PID and PORT.
 start_neurond() {
         name=$1; shift
-        "$NEUROND" --listen 127.0.0.1:0 --db "$TMP/$name.db" --web-root "$WEB_ROOT" "$@" \
+        "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$TMP/$name.db" --web-root "$WEB_ROOT" "$@" \
                 >"$TMP/$name.out" 2>"$TMP/$name.log" &
         PID=$!
         PIDS="$PIDS $PID"

@@ -11,7 +11,7 @@ need python3
 
 port=$(free_port)
 systemd-socket-activate -l "127.0.0.1:$port" \
-        "$NEUROND" --listen 192.0.2.1:9 --db "$TMP/s.db" --web-root "$WEB_ROOT" --backend model:trn1.2xlarge \
+        "$NEUROND" --allow-root --listen 192.0.2.1:9 --db "$TMP/s.db" --web-root "$WEB_ROOT" --backend model:trn1.2xlarge \
         >"$TMP/s.out" 2>"$TMP/s.log" &
 pid=$!
 PIDS="$PIDS $pid"

@@ -1,0 +1,63 @@
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/fakes/fake-collector.h"
+
+static int fake_read(struct collector *c, int64_t now_ms, struct sample_batch *out) {
+        struct fake_collector *f = (struct fake_collector *) c;
+
+        f->reads++;
+        if (f->sleep_ms) {
+                struct timespec ts = { .tv_sec = f->sleep_ms / 1000, .tv_nsec = (long) (f->sleep_ms % 1000) * 1000000 };
+                nanosleep(&ts, NULL);
+        }
+        if (f->stop_after && f->reads == f->stop_after)
+                kill(getpid(), SIGTERM);
+        if (f->fail_with < 0)
+                return f->fail_with;
+        for (size_t i = 0; i < out->n; i++) {
+                out->values[i] = (double) f->reads;
+                out->valid[i] = 1;
+        }
+        return 0;
+}
+
+static void fake_close(struct collector *c) {
+        fake_collector_free((struct fake_collector *) c);
+}
+
+static const struct collector_ops fake_ops = {
+        .name = "fake",
+        .read = fake_read,
+        .close = fake_close,
+};
+
+int fake_collector_new(struct fake_collector **ret) {
+        static const char *const device[] = { "0" };
+        struct fake_collector *f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        f->base.ops = &fake_ops;
+        f->base.time_scale = 1;
+        snprintf(f->base.inv.backend, sizeof(f->base.inv.backend), "fake");
+        if (inventory_add_series(&f->base.inv, METRIC_DEVICE_MEMORY_USED, device) < 0 ||
+            inventory_add_series(&f->base.inv, METRIC_DEVICE_MEMORY_TOTAL, device) < 0) {
+                fake_collector_free(f);
+                return -ENOMEM;
+        }
+        *ret = f;
+        return 0;
+}
+
+void fake_collector_free(struct fake_collector *f) {
+        if (!f)
+                return;
+        inventory_free(&f->base.inv);
+        free(f);
+}

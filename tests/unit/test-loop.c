@@ -1,0 +1,270 @@
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/log.h"
+#include "daemon/loop.h"
+#include "tests/fakes/fake-collector.h"
+#include "web/expo.h"
+
+/* Each case: a fake collector, a real store in a temporary file, the loop,
+ * and stderr captured in a file so that log lines can be counted. */
+struct fixture {
+        char dir[64];
+        char db[96];
+        char log[96];
+        int saved_stderr;
+        struct fake_collector *fake;
+        struct collector *collectors[1];
+        struct store *store;
+        struct snapshot_slot latest;
+        struct loop loop;
+};
+
+static int setup(void **state) {
+        struct fixture *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        snprintf(f->dir, sizeof(f->dir), "/tmp/test-loop.XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        snprintf(f->db, sizeof(f->db), "%s/loop.db", f->dir);
+        snprintf(f->log, sizeof(f->log), "%s/stderr", f->dir);
+        FILE *log = fopen(f->log, "we");
+        assert_non_null(log);
+        f->saved_stderr = dup(STDERR_FILENO);
+        assert_true(dup2(fileno(log), STDERR_FILENO) >= 0);
+        fclose(log);
+        unsetenv("JOURNAL_STREAM");
+        unsetenv("WATCHDOG_USEC");
+        log_init(LOG_LEVEL_INFO);
+
+        assert_int_equal(fake_collector_new(&f->fake), 0);
+        f->collectors[0] = &f->fake->base;
+        assert_int_equal(store_open(f->db, &f->store), 0);
+        snapshot_slot_init(&f->latest);
+        assert_int_equal(loop_init(&f->loop, f->collectors, 1, f->store, &f->latest, 100), 0);
+        assert_int_equal(store_register_series(f->store, f->loop.series, f->loop.n_series), 0);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        struct fixture *f = *state;
+        char path[128];
+        dup2(f->saved_stderr, STDERR_FILENO);
+        close(f->saved_stderr);
+        loop_done(&f->loop);
+        store_close(f->store);
+        snapshot_slot_destroy(&f->latest);
+        fake_collector_free(f->fake);
+        unlink(f->db);
+        for (const char *ext = "-wal"; ext; ext = strcmp(ext, "-wal") == 0 ? "-shm" : NULL) {
+                snprintf(path, sizeof(path), "%s%s", f->db, ext);
+                unlink(path);
+        }
+        unlink(f->log);
+        rmdir(f->dir);
+        free(f);
+        return 0;
+}
+
+/* Lines of the captured stderr that contain needle. */
+static int count_log(const struct fixture *f, const char *needle) {
+        char line[1200];
+        int n = 0;
+        FILE *log = fopen(f->log, "re");
+        assert_non_null(log);
+        while (fgets(line, sizeof(line), log))
+                n += strstr(line, needle) != NULL;
+        fclose(log);
+        return n;
+}
+
+#define BASE_MS INT64_C(1800000000000)
+#define SECOND_NS INT64_C(1000000000)
+
+static void loop_stamp__steady_clock__wall_time(void **state) {
+        struct fixture *f = *state;
+        for (int64_t i = 0; i < 5; i++)
+                assert_int_equal(loop_stamp(&f->loop, BASE_MS + i * 1000, i * SECOND_NS), BASE_MS + i * 1000);
+        assert_int_equal(count_log(f, "wall clock"), 0);
+}
+
+static void loop_stamp__back_an_hour__monotonic_until_caught_up_logged_once(void **state) {
+        struct fixture *f = *state;
+        int64_t mono = 0, wall = BASE_MS, last = 0;
+
+        for (int i = 0; i < 3; i++, mono += SECOND_NS, wall += 1000)
+                last = loop_stamp(&f->loop, wall, mono);
+        wall -= 3600 * 1000;
+        /* Ten ticks with the clock an hour behind: one second apart, after the last. */
+        for (int i = 0; i < 10; i++, mono += SECOND_NS, wall += 1000) {
+                int64_t stamp = loop_stamp(&f->loop, wall, mono);
+                assert_int_equal(stamp, last + 1000);
+                last = stamp;
+        }
+        assert_true(f->loop.clock_held);
+        assert_int_equal(count_log(f, "wall clock jumped back by 3600.000 s"), 1);
+        /* The clock is set right again: stamps follow it, without a gap. */
+        wall = last + 1000;
+        assert_int_equal(loop_stamp(&f->loop, wall, mono), wall);
+        assert_false(f->loop.clock_held);
+        assert_int_equal(count_log(f, "wall clock caught up"), 1);
+        assert_int_equal(count_log(f, "jumped forward"), 0);
+}
+
+static void loop_stamp__forward_a_day__followed_logged_once(void **state) {
+        struct fixture *f = *state;
+        int64_t mono = 0, wall = BASE_MS;
+
+        for (int i = 0; i < 3; i++, mono += SECOND_NS, wall += 1000)
+                loop_stamp(&f->loop, wall, mono);
+        wall += 86400 * 1000;
+        for (int i = 0; i < 5; i++, mono += SECOND_NS, wall += 1000)
+                assert_int_equal(loop_stamp(&f->loop, wall, mono), wall);
+        assert_int_equal(count_log(f, "wall clock jumped forward by 86400.000 s"), 1);
+        assert_int_equal(count_log(f, "jumped back"), 0);
+}
+
+static void loop_stamp__back_then_forward__never_repeats(void **state) {
+        struct fixture *f = *state;
+        int64_t mono = 0, wall = BASE_MS, last = 0;
+        /* Small steps both ways, within and beyond the threshold, every tick. */
+        static const int64_t steps[] = { 0, -500, -5000, 300, -1, 70000, -2000, -86400000, 86400000 * 2, 0 };
+
+        for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+                wall += steps[i];
+                for (int k = 0; k < 3; k++, mono += SECOND_NS / 10, wall += 100) {
+                        int64_t stamp = loop_stamp(&f->loop, wall, mono);
+                        assert_true(stamp > last);
+                        last = stamp;
+                }
+        }
+}
+
+static void loop_stamp__sped_up__wall_clock_ignored(void **state) {
+        struct fixture *f = *state;
+        f->loop.time_scale = 100;
+        f->loop.wall_start_ms = BASE_MS;
+        f->loop.mono_start_ns = 0;
+        assert_int_equal(loop_stamp(&f->loop, 0, SECOND_NS), BASE_MS + 100000);
+        assert_int_equal(loop_stamp(&f->loop, BASE_MS * 2, 2 * SECOND_NS), BASE_MS + 200000);
+        assert_int_equal(count_log(f, "wall clock"), 0);
+}
+
+static void loop_tick__failing_collector__backed_off_and_restored(void **state) {
+        struct fixture *f = *state;
+        uint64_t read_at[16] = { 0 };
+        size_t n_reads = 0;
+
+        f->fake->fail_with = -EIO;
+        for (uint64_t t = 1; t <= 200; t++) {
+                uint64_t before = f->fake->reads;
+                loop_tick(&f->loop);
+                if (f->fake->reads != before && n_reads < 16)
+                        read_at[n_reads++] = t;
+                struct snapshot *snap = snapshot_slot_get(&f->latest);
+                assert_false(snap->collector_up[0]);
+                assert_false(snap->valid[0]);
+                snapshot_unref(snap);
+        }
+        /* Retried after 2, 4, 8, 16, 32, 64, 64 intervals. */
+        static const uint64_t expected[] = { 1, 3, 7, 15, 31, 63, 127, 191 };
+        assert_int_equal(n_reads, 8);
+        for (size_t i = 0; i < 8; i++)
+                assert_int_equal(read_at[i], expected[i]);
+        /* Logged after 1, 2, 4 and 8 failures only. */
+        assert_int_equal(count_log(f, "read failed"), 4);
+
+        f->fake->fail_with = 0;
+        while (f->fake->reads == 8)
+                loop_tick(&f->loop);
+        assert_int_equal(f->loop.tick, 255);
+        for (int i = 0; i < 5; i++) {
+                uint64_t before = f->fake->reads;
+                loop_tick(&f->loop);
+                assert_int_equal(f->fake->reads, before + 1);
+        }
+        struct snapshot *snap = snapshot_slot_get(&f->latest);
+        assert_true(snap->collector_up[0]);
+        assert_true(snap->valid[0]);
+        snapshot_unref(snap);
+        assert_int_equal(count_log(f, "reads work again after 8 failures"), 1);
+}
+
+static void loop_tick__error_changes__logged_again(void **state) {
+        struct fixture *f = *state;
+
+        f->fake->fail_with = -EIO;
+        loop_tick(&f->loop);
+        f->loop.tick = f->loop.state[0].retry_tick - 1;
+        f->fake->fail_with = -ENODEV;
+        loop_tick(&f->loop);
+        assert_int_equal(count_log(f, "Input/output error"), 1);
+        assert_int_equal(count_log(f, "No such device"), 1);
+}
+
+static void loop_run__collector_slower_than_interval__skips_and_counts(void **state) {
+        struct fixture *f = *state;
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &mask, NULL), 0);
+        int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        assert_true(sfd >= 0);
+
+        /* 250 ms reads on a 100 ms interval: at least two intervals pass
+         * during each read, however slow the machine. */
+        f->fake->sleep_ms = 250;
+        f->fake->stop_after = 3;
+        assert_int_equal(loop_run(&f->loop, sfd), 0);
+        close(sfd);
+        assert_int_equal(f->fake->reads, 3);
+        assert_int_equal(f->loop.tick, 3);
+        assert_true(f->loop.overruns >= 2);
+
+        struct snapshot *snap = snapshot_slot_get(&f->latest);
+        assert_true(snap->overruns >= 1);
+        struct expo *e = NULL;
+        struct buf out = { 0 };
+        char line[64];
+        static const char *const names[] = { "fake" };
+        struct expo_self self = { .version = "t", .backend = "fake", .instance_type = "", .n_collectors = 1,
+                                  .collector_names = names };
+        assert_int_equal(expo_new(f->loop.series, f->loop.n_series, &e), 0);
+        expo_render(e, snap, &self, &out);
+        buf_append(&out, "", 1);
+        snprintf(line, sizeof(line), "\nneurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
+        assert_non_null(strstr(out.data, "# TYPE neurond_tick_overruns_total counter\n"));
+        assert_non_null(strstr(out.data, line));
+        buf_free(&out);
+        expo_free(e);
+        snapshot_unref(snap);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(loop_stamp__steady_clock__wall_time, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_stamp__back_an_hour__monotonic_until_caught_up_logged_once, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(loop_stamp__forward_a_day__followed_logged_once, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_stamp__back_then_forward__never_repeats, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_stamp__sped_up__wall_clock_ignored, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_tick__failing_collector__backed_off_and_restored, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_tick__error_changes__logged_again, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_run__collector_slower_than_interval__skips_and_counts, setup,
+                                                teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
