@@ -132,13 +132,6 @@ int main(int argc, char **argv) {
                 return EXIT_SUCCESS;
         }
         log_init(settings.log_level);
-        /* Reading sysfs and serving HTTP need no privilege; a daemon facing
-         * the network should not hold any it does not need. */
-        if (action == SETTINGS_RUN && geteuid() == 0 && !settings.allow_root) {
-                log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
-                          "or pass --allow-root");
-                return EXIT_FAILURE;
-        }
 
         r = collector_open_spec(settings.backend, &backend, err, sizeof(err));
         if (r < 0) {
@@ -163,6 +156,15 @@ int main(int argc, char **argv) {
                        settings.config_path[0] ? ", config " : "", settings.config_path);
                 collector_close(backend);
                 return EXIT_SUCCESS;
+        }
+        /* Reading sysfs and serving HTTP need no privilege; a daemon facing
+         * the network should not hold any it does not need. Checked after
+         * the settings and the backend so that usage errors come first. */
+        if (geteuid() == 0 && !settings.allow_root) {
+                log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
+                          "or pass --allow-root");
+                collector_close(backend);
+                return EXIT_FAILURE;
         }
         log_info("backend %s: %u devices, %zu series%s%s", backend->inv.backend, backend->inv.n_devices,
                  backend->inv.n_series, backend->inv.backend_reason[0] ? "; " : "", backend->inv.backend_reason);

@@ -34,4 +34,13 @@ out=$("$NEUROND" --config "$TEST_TMP/good.conf" --db "$TEST_TMP/never.db" --chec
 echo "$out" | grep -q "interval 2000ms" || fail "--check-config: $out"
 echo "$out" | grep -q "model:trn1.2xlarge" || fail "--check-config: $out"
 [ ! -e "$TEST_TMP/never.db" ] || fail "--check-config created the database"
+# Root is refused unless --allow-root says otherwise (lib.sh passes it).
+if [ "$(id -u)" -eq 0 ]; then
+  status=0
+  "$NEUROND" --listen 127.0.0.1:0 --db "$TEST_TMP/never.db" --backend model:trn1.2xlarge \
+    >"$TEST_TMP/out" 2>"$TEST_TMP/err" || status=$?
+  [ "$status" -eq 1 ] || fail "running as root without --allow-root: exit status $status, expected 1"
+  grep -q "refusing to run as root" "$TEST_TMP/err" || fail "no refusal message: $(cat "$TEST_TMP/err")"
+  [ ! -e "$TEST_TMP/never.db" ] || fail "the database was created before refusing root"
+fi
 echo "cli: ok"
