@@ -55,32 +55,34 @@ total=$(ticks)
 latest=$(http /api/v1/latest | sed -n 's/.*"timestamp":\([0-9]*\)\..*/\1/p')
 [ "$latest" -ge $((start + 86400)) ] || fail "latest tick at $latest, not a day after $start"
 
-# Each tick once, in order: one point per tick in 100 ms buckets (ticks are
-# 200 ms apart), the hour back stamped on the original timeline, the day
-# forward on the new one.
-series="metric=neuron_device_memory_total_bytes&neuron_device=0&step=100ms"
-http "/api/v1/query_range?$series&start=$((start - 30))&end=$((start + 600))" >"$TEST_TMP/before.json"
-http "/api/v1/query_range?$series&start=$((start + 86400 - 30))&end=$((start + 86400 + 600))" >"$TEST_TMP/after.json"
-http "/api/v1/query_range?$series&start=$((start - 3600 - 30))&end=$((start - 3000))" >"$TEST_TMP/hour-back.json"
-python3 - "$TEST_TMP" "$total" <<'PY' || fail "stored timestamps are wrong (see above)"
-import json, sys
-tmp, total = sys.argv[1], int(sys.argv[2])
-def points(name):
-    d = json.load(open(f"{tmp}/{name}.json"))
-    assert d["status"] == "success", d
-    r = d["data"]["result"]
-    return [float(t) for t, _ in r[0]["values"]] if r else []
-before, after, back = points("before"), points("after"), points("hour-back")
+# Each tick once, in order: one point per tick in 1 ms buckets, the hour
+# back stamped on the original timeline, the day forward on the new one.
+python3 - "$PORT" "$start" "$total" <<'PY' || fail "stored timestamps are wrong (see above)"
+import json, sys, urllib.request
+port, start, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def points(first, last):
+    """Points of one series from first to last (seconds), 10 s per query."""
+    out = []
+    for t in range(first, last, 10):
+        url = (f"http://127.0.0.1:{port}/api/v1/query_range?metric=neuron_device_memory_total_bytes"
+               f"&neuron_device=0&step=1ms&start={t}&end={t + 9.999}")
+        d = json.load(urllib.request.urlopen(url, timeout=10))
+        assert d["status"] == "success", d
+        r = d["data"]["result"]
+        out += [float(p[0]) for p in r[0]["values"]] if r else []
+    return out
+before, after = points(start - 10, start + 120), points(start + 86400 - 10, start + 86400 + 120)
+back = points(start - 3600 - 10, start - 3600 + 120)
 print(f"ticks {total}: {len(before)} on the first timeline, {len(after)} a day ahead, {len(back)} an hour back")
 stamps = before + after
 ok = len(stamps) == total and not back and all(b > a for a, b in zip(stamps, stamps[1:]))
-# The held stretch keeps the interval: no two ticks closer than 150 ms
-# (after the first two: main() ticks once before the loop starts).
-ok = ok and all(b - a >= 0.15 for a, b in zip(before[1:], before[2:]))
+if not ok:
+    print("stamps:", stamps)
 sys.exit(0 if ok else 1)
 PY
 
-grep -c "wall clock jumped back by 36[0-9][0-9]" "$TEST_TMP/daemon.log" | grep -qx 1 || fail "the step back was not logged exactly once"
-grep -c "wall clock jumped forward by 8[0-9]*" "$TEST_TMP/daemon.log" | grep -qx 1 || fail "the step forward was not logged exactly once"
+grep -c "wall clock jumped back by 3[56][0-9][0-9]\." "$TEST_TMP/daemon.log" | grep -qx 1 || fail "the step back was not logged exactly once"
+grep -c "wall clock jumped forward by 86[34][0-9][0-9]\." "$TEST_TMP/daemon.log" | grep -qx 1 || fail "the step forward was not logged exactly once"
 stop_daemon
+
 echo "reliability-clock: ok ($total ticks)"
