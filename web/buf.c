@@ -149,3 +149,13 @@ void json_string(struct buf *b, const char *s) {
         }
         buf_append(b, "\"", 1);
 }
+
+bool utf8_valid(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                size_t len = utf8_valid_length(p);
+                if (len == 0)
+                        return false;
+                p += len;
+        }
+        return true;
+}

@@ -21,5 +21,8 @@ void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(print
 void buf_double(struct buf *b, double v);
 void buf_free(struct buf *b); /* NULL-safe; leaves an empty buffer */
 
+/* True when s is well-formed UTF-8 (no overlong forms, no surrogates). */
+bool utf8_valid(const char *s);
+
 /* JSON: a string with quotes and escapes; invalid UTF-8 is replaced by U+FFFD. */
 void json_string(struct buf *b, const char *s);

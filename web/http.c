@@ -44,6 +44,16 @@ struct http_server {
         size_t max_header_bytes;
 };
 
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 void web_reply_error(struct web_reply *reply, unsigned status, const char *error_type, const char *fmt, ...) {
         char msg[512];
         va_list ap;
@@ -437,6 +447,42 @@ static enum MHD_Result send_preflight(struct MHD_Connection *conn, const struct 
         return queue(conn, ctx, 204, resp, "text/plain; charset=utf-8");
 }
 
+/* Percent-decoding for the path and the query parameters, as
+ * libmicrohttpd's own except that "%00" stays as it is: a decoded NUL would
+ * cut the string short, so that "/metrics%00.json" would be served as
+ * "/metrics" and "metric=x%00y" read as "x". Left encoded, such input fails
+ * the route and parameter checks like any other unknown name. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *text) {
+        char *out = text;
+        for (const char *p = text; *p; p++) {
+                int hi, lo;
+                if (p[0] == '%' && (hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0 && (hi | lo) != 0) {
+                        *out++ = (char) (hi << 4 | lo);
+                        p += 2;
+                } else {
+                        *out++ = *p;
+                }
+        }
+        *out = '\0';
+        return (size_t) (out - text);
+}
+
+/* Refuses a path or query parameter that is not UTF-8 once decoded: no
+ * metric, label or file has such a name. Returns true with the reply
+ * filled in when the request is refused. */
+static bool refuse_malformed(const char *url, const struct param *params, size_t n, struct web_reply *reply) {
+        if (!utf8_valid(url)) {
+                web_reply_error(reply, 400, "bad_data", "the path is not valid UTF-8 once percent-decoded");
+                return true;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!utf8_valid(params[i].key) || !utf8_valid(params[i].value)) {
+                        web_reply_error(reply, 400, "bad_data", "a query parameter is not valid UTF-8 once percent-decoded");
+                        return true;
+                }
+        return false;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
@@ -485,6 +531,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                 srv->max_header_bytes);
                 return send_reply(conn, ctx, &reply);
         }
+        if (refuse_malformed(url, pc.params, pc.n, &reply))
+                return send_reply(conn, ctx, &reply);
         if (!authorized(conn, ctx, url))
                 return send_unauthorized(conn, ctx);
         if (strcmp(url, "/metrics") == 0)
@@ -638,6 +686,8 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         };
         srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+                                    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+                                    MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
                                     MHD_OPTION_ARRAY, options,
                                     MHD_OPTION_THREAD_POOL_SIZE, (unsigned) HTTP_THREADS,
                                     MHD_OPTION_CONNECTION_LIMIT, max_conn,
