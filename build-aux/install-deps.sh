@@ -17,7 +17,7 @@ else
 fi
 test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
   clang libclang-rt-14-dev mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
-  chromium"
+  chromium valgrind"
 
 packages=$build_packages
 case "${1:-}" in
