@@ -17,7 +17,8 @@ import urllib.request
 
 neurond, web_root, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 report_s = int(sys.argv[4]) if len(sys.argv) > 4 else 60
-SCRAPERS, QUERIERS, HUP_S = 4, 2, 60
+SCRAPERS, QUERIERS = 4, 2
+HUP_S = min(60, report_s)
 
 tmp = tempfile.mkdtemp(prefix="neurond-soak.")
 log = open(f"{tmp}/daemon.log", "w+")
