@@ -12,9 +12,16 @@ need python3
 offset=$TEST_TMP/clock-offset
 echo 0 >"$offset"
 printf '[neurond]\ninterval = 200ms\n' >"$TEST_TMP/neurond.conf"
-# The shim is not sanitized; AddressSanitizer must not insist on coming first.
-ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" LD_PRELOAD=$CLOCK_SHIM NEUROND_CLOCK_SHIM=$offset \
-  start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/neurond.conf"
+# Only the daemon gets the shim: a wrapper that execs it (same pid).
+# AddressSanitizer must not insist on coming first in the library list.
+cat >"$TEST_TMP/neurond-shifted" <<EOS
+#!/bin/sh
+ASAN_OPTIONS="\${ASAN_OPTIONS:-}:verify_asan_link_order=0" LD_PRELOAD="$CLOCK_SHIM" NEUROND_CLOCK_SHIM="$offset" \\
+  exec "$NEUROND" "\$@"
+EOS
+chmod +x "$TEST_TMP/neurond-shifted"
+NEUROND=$TEST_TMP/neurond-shifted
+start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/neurond.conf"
 
 # ticks: the latest tick number.
 ticks() {
