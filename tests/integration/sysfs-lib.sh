@@ -19,7 +19,7 @@ trap cleanup EXIT
 start_daemon() {
   name=$1; shift
   : > "$work/$name.log" # the child opens it only once it runs
-  "$NEUROND" --listen 127.0.0.1:0 --db "$work/$name.db" --web-root "$top_srcdir/web/static" \
+  "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$work/$name.db" --web-root "$top_srcdir/web/static" \
     --log-level debug "$@" > "$work/$name.log" 2>&1 &
   daemon_pid=$!
   port=
