@@ -1,0 +1,78 @@
+#!/bin/sh
+# The database's file system fills up while clients scrape and query: the
+# daemon keeps polling and serving (/metrics and /healthz answer 200, the
+# latter "degraded"), reports neurond_storage_degraded 1, and writes again
+# by itself once space is freed; then it stops cleanly with an intact file.
+# The small file system is a tmpfs in a private mount namespace, filled
+# to the last byte by a file that is then removed.
+if [ -z "${RELIABILITY_NS:-}" ]; then
+  unshare --mount true 2>/dev/null || { echo "SKIP: cannot make a mount namespace"; exit 77; }
+  RELIABILITY_NS=1 exec unshare --mount --propagation private sh "$0" "$@"
+fi
+. "$(dirname "$0")/lib.sh"
+need curl
+need sqlite3
+
+mkdir "$TEST_TMP/small"
+mount -t tmpfs -o size=48m tmpfs "$TEST_TMP/small" || skip "cannot mount a tmpfs"
+unmount_then_cleanup() {
+  status=$?
+  if [ -n "$DAEMON_PID" ]; then
+    kill -KILL "$DAEMON_PID" 2>/dev/null
+    wait "$DAEMON_PID" 2>/dev/null
+  fi
+  umount "$TEST_TMP/small" 2>/dev/null
+  cleanup
+  exit $status
+}
+trap unmount_then_cleanup EXIT
+
+start_daemon --backend model:trn1.32xlarge,seed=9,speed=60 --interval 1s --db "$TEST_TMP/small/neurond.db"
+sqlite3 "$TEST_TMP/small/neurond.db" .tables | grep -q recent || skip "this build's store has no degraded mode"
+
+# metric NAME: its value in /metrics.
+metric() {
+  http /metrics | sed -n "s/^$1 //p"
+}
+scrape_ok() {
+  [ "$(http_status /metrics)" = 200 ] || fail "/metrics not 200 ($1)"
+  [ "$(http_status '/api/v1/query_range?metric=neuroncore_utilization_ratio&neuroncore=0&step=10s')" = 200 ] ||
+    fail "query_range not 200 ($1)"
+}
+
+# Fill the file system to the last byte; the daemon's next writes fail.
+http /healthz | grep -q '"status":"ok"' || fail "/healthz before the disk filled: $(http /healthz)"
+dd if=/dev/zero of="$TEST_TMP/small/filler" bs=64k 2>/dev/null || true
+i=0
+until [ "$(metric neurond_storage_degraded)" = 1 ]; do
+  [ $i -lt 300 ] || fail "the file system did not fill within 30 s ($(df -k "$TEST_TMP/small" | tail -1))"
+  scrape_ok "filling"
+  sleep 0.1
+  i=$((i + 1))
+done
+echo "full after about $((i / 10)) s: $(df -k "$TEST_TMP/small" | tail -1)"
+t1=$(http /healthz | sed -n 's/.*"tick":\([0-9]*\).*/\1/p')
+for n in 1 2 3 4 5 6 7 8 9 10; do
+  scrape_ok "full"
+  sleep 0.2
+done
+http /healthz >"$TEST_TMP/health"
+grep -q '"status":"degraded"' "$TEST_TMP/health" || fail "/healthz while full: $(cat "$TEST_TMP/health")"
+t2=$(sed -n 's/.*"tick":\([0-9]*\).*/\1/p' "$TEST_TMP/health")
+[ "$t2" -gt "$t1" ] || fail "polling stopped while the disk was full ($t1, then $t2)"
+errors=$(metric neurond_storage_write_errors_total)
+[ "${errors:-0}" -gt 0 ] || fail "no write errors counted"
+
+rm "$TEST_TMP/small/filler"
+i=0
+until [ "$(metric neurond_storage_degraded)" = 0 ]; do
+  [ $i -lt 300 ] || fail "writing did not resume within 30 s of freeing space"
+  scrape_ok "recovering"
+  sleep 0.1
+  i=$((i + 1))
+done
+[ "$(http_status /healthz)" = 200 ] || fail "/healthz after recovery"
+http /healthz | grep -q '"status":"ok"' || fail "/healthz not ok after recovery: $(http /healthz)"
+stop_daemon
+[ "$(sqlite3 "$TEST_TMP/small/neurond.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
+echo "reliability-diskfull: ok ($errors write errors while full)"
