@@ -18,10 +18,10 @@ mount -t tmpfs -o size=48m tmpfs "$TEST_TMP/small" || skip "cannot mount a tmpfs
 unmount_then_cleanup() {
   status=$?
   if [ -n "$DAEMON_PID" ]; then
-    kill -KILL "$DAEMON_PID" 2>/dev/null
-    wait "$DAEMON_PID" 2>/dev/null
+    kill -KILL "$DAEMON_PID" 2>/dev/null || true
+    wait "$DAEMON_PID" 2>/dev/null || true
   fi
-  umount "$TEST_TMP/small" 2>/dev/null
+  umount "$TEST_TMP/small" 2>/dev/null || true
   cleanup
   exit $status
 }
