@@ -57,8 +57,9 @@ for inst in $instances; do
     note=" (stand-in: $inst is not in this build's model catalog)"
     inst=trn1.32xlarge
   fi
+  # shellcheck disable=SC2046
   "$NEUROND" --listen 127.0.0.1:0 --db "$TMP/$inst.db" --backend "model:$inst" --interval 1s \
-    --web-root "$TMP" >"$TMP/neurond.log" 2>&1 &
+    --web-root "$TMP" $([ "$(id -u)" -ne 0 ] || echo --allow-root) >"$TMP/neurond.log" 2>&1 &
   NEUROND_PID=$!
   port=
   i=0

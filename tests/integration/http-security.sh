@@ -16,7 +16,7 @@ echo inside >"$TEST_TMP/root/sub/ok.txt"
 ln -s "$TEST_TMP/outside/secret.txt" "$TEST_TMP/root/link.txt"
 ln -s "$TEST_TMP/outside" "$TEST_TMP/root/linkdir"
 NEUROND_ROOT="$TEST_TMP/root"
-"$NEUROND" --listen 127.0.0.1:0 --web-root "$NEUROND_ROOT" --db "$TEST_TMP/neurond.db" \
+"$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$NEUROND_ROOT" --db "$TEST_TMP/neurond.db" \
   --backend model:trn1.2xlarge >"$TEST_TMP/daemon.log" 2>&1 &
 DAEMON_PID=$!
 i=0
