@@ -254,8 +254,8 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_puts(out, "neurond_poll_duration_seconds ");
         buf_double(out, snap->poll_seconds);
         buf_puts(out, "\n");
-        family_header(out, "neurond_tick_overruns_total",
-                      "Poll intervals skipped because a tick took longer than the interval.", "counter");
+        family_header(out, format, "neurond_tick_overruns_total",
+                      "Poll intervals skipped because a tick took longer than the interval.", "counter", NULL);
         buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
 }
 

@@ -200,7 +200,7 @@ static void expo_render__output_growth_fails__buffer_marked_failed(void **state)
         assert_non_null(snap);
         /* The HTTP layer answers 500 for a failed buffer; here: it is marked. */
         fail_nth(1);
-        expo_render(e, snap, &self, &out);
+        expo_render(e, snap, &self, ACCEPT_TEXT, &out);
         fail_nth(0);
         assert_true(out.failed);
         buf_free(&out);

@@ -243,7 +243,7 @@ static void loop_run__collector_slower_than_interval__skips_and_counts(void **st
         struct expo_self self = { .version = "t", .backend = "fake", .instance_type = "", .n_collectors = 1,
                                   .collector_names = names };
         assert_int_equal(expo_new(f->loop.series, f->loop.n_series, &e), 0);
-        expo_render(e, snap, &self, &out);
+        expo_render(e, snap, &self, ACCEPT_TEXT, &out);
         buf_append(&out, "", 1);
         snprintf(line, sizeof(line), "\nneurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
         assert_non_null(strstr(out.data, "# TYPE neurond_tick_overruns_total counter\n"));
