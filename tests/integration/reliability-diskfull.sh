@@ -60,7 +60,7 @@ http /healthz >"$TEST_TMP/health"
 grep -q '"status":"degraded"' "$TEST_TMP/health" || fail "/healthz while full: $(cat "$TEST_TMP/health")"
 t2=$(sed -n 's/.*"tick":\([0-9]*\).*/\1/p' "$TEST_TMP/health")
 [ "$t2" -gt "$t1" ] || fail "polling stopped while the disk was full ($t1, then $t2)"
-errors=$(metric neurond_storage_write_errors_total)
+errors=$(metric neurond_store_errors_total)
 [ "${errors:-0}" -gt 0 ] || fail "no write errors counted"
 
 rm "$TEST_TMP/small/filler"
