@@ -23,6 +23,8 @@ export function tempDir(prefix) {
 // Resolves to { proc, port, url, stop() } once the daemon logs its port.
 export function startDaemon({ backend, db, port = 0, extra = [] }) {
   const args = ['--listen', `127.0.0.1:${port}`, '--db', db, '--web-root', env('DASHBOARD_ROOT'), '--backend', backend, ...extra];
+  // neurond refuses to run as root unless told to; CI runs the tests as root.
+  if (process.getuid && process.getuid() === 0) args.push('--allow-root');
   const proc = spawn(env('NEUROND'), args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, sig) => resolve({ code, sig })));

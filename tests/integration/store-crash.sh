@@ -27,7 +27,7 @@ start() {
         : >"$tmp/log"
         # 1000 simulated seconds per second: up to 1000 ticks a second, a chunk
         # every 0.3 s and a minute of rollups every 60 ms.
-        "$NEUROND" --listen 127.0.0.1:0 --db "$db" --backend "model:trn1.32xlarge,speed=1000" --interval 1s \
+        "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$db" --backend "model:trn1.32xlarge,speed=1000" --interval 1s \
                 --web-root "$WEB_ROOT" >"$tmp/log" 2>&1 &
         pid=$!
         port=
