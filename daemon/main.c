@@ -138,19 +138,19 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "neurond: %s\n", err);
                 return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
         }
-        if (action == SETTINGS_CHECK_CONFIG) {
-                /* The authentication files are parsed here too, so a bad one is
-                 * found before a restart rather than by it. */
-                if (settings.basic_auth_users[0] || settings.bearer_token_file[0]) {
-                        r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
-                        if (r < 0) {
-                                fprintf(stderr, "neurond: %s\n", err);
-                                collector_close(backend);
-                                return EXIT_USAGE;
-                        }
-                        auth_free(auth);
-                        auth = NULL;
+        /* The authentication files are settings too: a bad one is a usage
+         * error, found before the database is touched (and by --check-config
+         * before a restart rather than by it). */
+        if (settings.basic_auth_users[0] || settings.bearer_token_file[0]) {
+                r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
+                if (r < 0) {
+                        fprintf(stderr, "neurond: %s\n", err);
+                        collector_close(backend);
+                        return EXIT_USAGE;
                 }
+        }
+        if (action == SETTINGS_CHECK_CONFIG) {
+                auth_free(auth);
                 printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen,
                        backend->inv.backend, (long long) settings.interval_ms, settings.db_path,
                        settings.config_path[0] ? ", config " : "", settings.config_path);
@@ -163,6 +163,7 @@ int main(int argc, char **argv) {
         if (geteuid() == 0 && !settings.allow_root) {
                 log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
                           "or pass --allow-root");
+                auth_free(auth);
                 collector_close(backend);
                 return EXIT_FAILURE;
         }
@@ -227,13 +228,6 @@ int main(int argc, char **argv) {
         if (r < 0) {
                 log_error("preparing /metrics: %s", strerror(-r));
                 goto out_slot;
-        }
-        if (settings.basic_auth_users[0] || settings.bearer_token_file[0]) {
-                r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
-                if (r < 0) {
-                        log_error("%s", err);
-                        goto out_slot;
-                }
         }
         static atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         static const char *const collector_names[] = { "backend", "host" };
@@ -310,12 +304,12 @@ int main(int argc, char **argv) {
 
 out_slot:
         http_stop(http);
-        auth_free(auth);
         expo_free(expo);
         loop_done(&loop);
         store_close(store);
         snapshot_slot_destroy(&latest);
 out:
+        auth_free(auth);
         if (signal_fd >= 0)
                 close(signal_fd);
         collector_close(host);

@@ -24,6 +24,11 @@ expect_usage_error "trn9.huge" --backend model:trn9.huge
 expect_usage_error "nosuch" --backend nosuch
 printf '[neurond]\ninterval = often\n' >"$TEST_TMP/bad.conf"
 expect_usage_error "bad.conf:2" --config "$TEST_TMP/bad.conf"
+# A users file with a plain-text password is a usage error too, found
+# before the database is opened.
+printf 'prometheus:hunter2\n' >"$TEST_TMP/users"
+printf '[neurond]\nbasic_auth_users = %s\n' "$TEST_TMP/users" >"$TEST_TMP/auth.conf"
+expect_usage_error "not bcrypt" --config "$TEST_TMP/auth.conf" --backend model:trn1.2xlarge
 
 "$NEUROND" --help | grep -q -- "--listen ADDR:PORT" || fail "--help does not describe --listen"
 "$NEUROND" --version | grep -q "^neurond [0-9]" || fail "--version"
