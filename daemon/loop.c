@@ -113,7 +113,12 @@ static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, struct sample_b
 
         if (l->tick < st->retry_tick)
                 return -EAGAIN;
+        c->reason[0] = '\0';
         int r = c->ops->read(c, stamp_ms, batch);
+        /* Some series unreadable this tick: why, for whoever runs with debug. */
+        if (r > 0)
+                log_collector(LOG_LEVEL_DEBUG, c->ops->name, "%d series unreadable this tick%s%s", r,
+                              c->reason[0] ? "; first: " : "", c->reason);
         if (r >= 0) {
                 if (st->failures > 0)
                         log_collector(LOG_LEVEL_INFO, c->ops->name, "reads work again after %llu failures",
@@ -132,8 +137,9 @@ static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, struct sample_b
         st->retry_tick = l->tick + delay;
         /* Bounded complaints: on a new error, then after 2, 4, 8 ... failures. */
         if (r != st->error || (st->failures & (st->failures - 1)) == 0)
-                log_collector(LOG_LEVEL_WARNING, c->ops->name, "read failed (%llu in a row): %s; next try in %llu intervals",
-                              (unsigned long long) st->failures, strerror(-r), (unsigned long long) delay);
+                log_collector(LOG_LEVEL_WARNING, c->ops->name, "read failed (%llu in a row): %s%s%s; next try in %llu intervals",
+                              (unsigned long long) st->failures, strerror(-r), c->reason[0] ? "; " : "", c->reason,
+                              (unsigned long long) delay);
         st->error = r;
         return r;
 }

@@ -66,3 +66,6 @@ diff -u "$work/before" "$work/after" || { echo "FAIL: figures did not recover"; 
 stop_daemon
 grep -q 'collector sysfs: read failed' "$work/damaged.log" ||
   { echo "FAIL: no debug reason for the failed reads"; cat "$work/damaged.log"; exit 1; }
+# Partly damaged trees: the debug line names a file and why it failed.
+grep -q 'series unreadable this tick; first: devices/virtual/neuron_device/neuron[0-9]*/.*: ' "$work/damaged.log" ||
+  { echo "FAIL: no debug line naming an unreadable file"; cat "$work/damaged.log"; exit 1; }
