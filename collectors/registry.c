@@ -80,7 +80,7 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
                         if (r < 0 && err[0] == '\0')
                                 snprintf(err, errlen, "backend '%s': %s", registry[i]->name, strerror(-r));
                         if (r >= 0)
-                                snprintf((*ret)->inv.backend_reason, sizeof((*ret)->inv.backend_reason), "auto chose %s (%s)",
+                                snprintf((*ret)->inv.backend_reason, sizeof((*ret)->inv.backend_reason), "auto chose %s (%.120s)",
                                          registry[i]->name, reason[0] ? reason : "first usable backend");
                         return r;
                 }
