@@ -101,3 +101,8 @@ int inventory_add_series(struct inventory *inv, enum metric_id metric, const cha
 int collector_open_spec(const char *spec, struct collector **ret, char *err, size_t errlen);
 
 void collector_close(struct collector *c);
+
+/* Reads up to size bytes of path (relative to dir_fd) into buf, retrying
+ * EINTR. Returns 0 when the whole file fit, 1 when it is longer and only
+ * its first size bytes were read, or a negative errno. */
+int collector_read_file(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len);

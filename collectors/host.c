@@ -135,32 +135,6 @@ int host_parse_meminfo(const char *buf, size_t len, struct host_memory *ret) {
         return 0;
 }
 
-/* Reads up to size bytes of a file; a longer file is cut (see STAT_HEAD). */
-static int read_head(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
-        int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        size_t len = 0;
-        int r = 0;
-        if (fd < 0)
-                return -errno;
-        while (len < size) {
-                ssize_t n = read(fd, buf + len, size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        r = -errno;
-                        break;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        close(fd);
-        if (r < 0)
-                return r;
-        *ret_len = len;
-        return 0;
-}
-
 /* Series order: the CPU states, then memory used, then memory total. */
 static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *out) {
         struct host *h = (struct host *) c;
@@ -170,7 +144,10 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         struct host_cpu_times cur;
 
         (void) now_ms;
-        int r = read_head(h->root_fd, "stat", buf, STAT_HEAD, &len);
+        int r = collector_read_file(h->root_fd, "stat", buf, STAT_HEAD, &len);
+        /* Only the head matters (see STAT_HEAD): a longer file is fine. */
+        if (r > 0)
+                r = 0;
         if (r == 0)
                 r = host_parse_stat(buf, len, &cur);
         if (r == 0) {
@@ -191,7 +168,9 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         }
 
         struct host_memory mem;
-        r = read_head(h->root_fd, "meminfo", buf, sizeof(buf), &len);
+        r = collector_read_file(h->root_fd, "meminfo", buf, sizeof(buf), &len);
+        if (r > 0)
+                r = 0;
         if (r == 0)
                 r = host_parse_meminfo(buf, len, &mem);
         if (r == 0) {

@@ -49,34 +49,10 @@ struct sysfs {
         uint8_t *dev_mem_ok;
 };
 
+/* A sysfs attribute longer than the buffer is not one we know: refuse it. */
 static int read_attr(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
-        int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        size_t len = 0;
-        int r = 0;
-
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                if (len == size) {
-                        r = -EFBIG;
-                        break;
-                }
-                ssize_t n = read(fd, buf + len, size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        r = -errno;
-                        break;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        close(fd);
-        if (r < 0)
-                return r;
-        *ret_len = len;
-        return 0;
+        int r = collector_read_file(dir_fd, path, buf, size, ret_len);
+        return r > 0 ? -EFBIG : r;
 }
 
 static int read_string(int dir_fd, const char *path, char *out, size_t size) {

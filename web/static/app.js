@@ -755,7 +755,7 @@
             const key = `${d.index}|${p}`;
             const [x1, y1] = pos[i], [x2, y2] = pos[j];
             if (kind === 'torus' && (Math.abs(x1 - x2) > (W - 80) / (t.w - 1) + 1 || Math.abs(y1 - y2) > (H - 60) / (t.h - 1) + 1)) {
-              // Wrap-around link: a stub leaving each end towards the border.
+              // Wrap-around link: a short line from each end towards the border.
               const dx = Math.sign(x2 - x1) * 22, dy = Math.sign(y2 - y1) * 18;
               addEdge(key, [x1, y1, x1 - dx, y1 - dy]);
               addEdge(key, [x2, y2, x2 + dx, y2 + dy]);
