@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "collectors/host.h"
+#include "tests/unit/assert-double.h"
 
 #define S(lit) (lit), (sizeof(lit) - 1)
 
@@ -41,9 +42,9 @@ static void host_cpu_ratios__deltas__shares(void **state) {
         struct host_cpu_times a = { .ticks = { 10, 0, 10, 80 } }, b = { .ticks = { 40, 0, 20, 140 } };
         double r[HOST_CPU__COUNT];
         assert_int_equal(host_cpu_ratios(&a, &b, r), 0);
-        assert_float_equal(r[HOST_CPU_USER], 0.3, 1e-12);
-        assert_float_equal(r[HOST_CPU_SYSTEM], 0.1, 1e-12);
-        assert_float_equal(r[HOST_CPU_IDLE], 0.6, 1e-12);
+        assert_double_near(r[HOST_CPU_USER], 0.3, 1e-12);
+        assert_double_near(r[HOST_CPU_SYSTEM], 0.1, 1e-12);
+        assert_double_near(r[HOST_CPU_IDLE], 0.6, 1e-12);
         assert_int_equal(host_cpu_ratios(&b, &a, r), -ERANGE);
         assert_int_equal(host_cpu_ratios(&a, &a, r), -ENODATA);
 }
@@ -108,16 +109,16 @@ static void host_read__fixture_root__series(void **state) {
         assert_int_equal(c->ops->read(c, 0, &b), 0);
         assert_false(ok[HOST_CPU_USER]); /* the first reading is a baseline */
         assert_true(ok[HOST_CPU__COUNT] && ok[HOST_CPU__COUNT + 1]);
-        assert_float_equal(v[HOST_CPU__COUNT], 750 * 1024, 0);
-        assert_float_equal(v[HOST_CPU__COUNT + 1], 1000 * 1024, 0);
+        assert_double_near(v[HOST_CPU__COUNT], 750 * 1024, 0);
+        assert_double_near(v[HOST_CPU__COUNT + 1], 1000 * 1024, 0);
 
         put("stat", "cpu  150 0 150 900 0 0 0 0 0 0\n");
         put("meminfo", "garbage\n");
         memset(ok, 0, sizeof(ok));
         assert_int_equal(c->ops->read(c, 0, &b), 1);
         assert_true(ok[HOST_CPU_USER]);
-        assert_float_equal(v[HOST_CPU_USER], 0.25, 1e-12);
-        assert_float_equal(v[HOST_CPU_IDLE], 0.5, 1e-12);
+        assert_double_near(v[HOST_CPU_USER], 0.25, 1e-12);
+        assert_double_near(v[HOST_CPU_IDLE], 0.5, 1e-12);
         assert_false(ok[HOST_CPU__COUNT]);
         assert_false(ok[HOST_CPU__COUNT + 1]);
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "collectors/sysfs.h"
+#include "tests/unit/assert-double.h"
 
 #define S(lit) (lit), (sizeof(lit) - 1)
 
@@ -74,9 +75,9 @@ static void sysfs_parse_power__valid__fields(void **state) {
         assert_int_equal(sysfs_parse_power(S("POWER_STATUS_VALID,1763700000,21.50,48.25,35.75\n"), &p), 0);
         assert_int_equal(p.status, SYSFS_POWER_VALID);
         assert_true(p.epoch_seconds == 1763700000);
-        assert_float_equal(p.min, 21.5, 1e-9);
-        assert_float_equal(p.max, 48.25, 1e-9);
-        assert_float_equal(p.avg, 35.75, 1e-9);
+        assert_double_near(p.min, 21.5, 1e-9);
+        assert_double_near(p.max, 48.25, 1e-9);
+        assert_double_near(p.avg, 35.75, 1e-9);
 }
 
 static void sysfs_parse_power__other_status__parsed_with_status(void **state) {
@@ -96,7 +97,7 @@ static void sysfs_parse_power__malformed__einval(void **state) {
         assert_int_equal(sysfs_parse_power(S("POWER_STATUS_VALID,1,nan,1,1\n"), &p), -EINVAL);
         assert_int_equal(sysfs_parse_power(S("POWER_STATUS_VALID,1,1.,1,1\n"), &p), -EINVAL);
         assert_int_equal(sysfs_parse_power(S("POWER_STATUS_VALID,,1,1,1\n"), &p), -EINVAL);
-        assert_float_equal(p.avg, -1, 0);
+        assert_double_near(p.avg, -1, 0);
 }
 
 static void sysfs_parse_pe_counters__rows__summed(void **state) {
@@ -129,7 +130,7 @@ static void sysfs_busy_ratio__deltas__ratio(void **state) {
         struct sysfs_pe_counters a = { 100, 50, 50 }, b = { 400, 100, 150 };
         double r = -1;
         assert_int_equal(sysfs_busy_ratio(&a, &b, &r), 0);
-        assert_float_equal(r, 300.0 / 450.0, 1e-12);
+        assert_double_near(r, 300.0 / 450.0, 1e-12);
 }
 
 static void sysfs_busy_ratio__backwards_or_idle__error(void **state) {
@@ -137,7 +138,7 @@ static void sysfs_busy_ratio__backwards_or_idle__error(void **state) {
         double r = -1;
         assert_int_equal(sysfs_busy_ratio(&a, &cleared, &r), -ERANGE);
         assert_int_equal(sysfs_busy_ratio(&a, &a, &r), -ENODATA);
-        assert_float_equal(r, -1, 0);
+        assert_double_near(r, -1, 0);
 }
 
 static void sysfs_parse_device_name__names__index(void **state) {

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "collectors/sysfs.h"
+#include "tests/unit/assert-double.h"
 
 #define DEV "devices/virtual/neuron_device/"
 
@@ -116,7 +117,7 @@ static void tick_free(struct tick *t) {
 static void assert_value(const struct tick *t, long i, double v) {
         assert_true(i >= 0);
         assert_true(t->valid[i]);
-        assert_float_equal(t->values[i], v, 1e-9);
+        assert_double_near(t->values[i], v, 1e-9);
 }
 
 static void assert_absent(const struct tick *t, long i) {
