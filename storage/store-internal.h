@@ -23,6 +23,7 @@ struct store {
         size_t n_series;
         int64_t *series_ids;
         uint32_t *by_id;
+        uint8_t *is_gauge; /* [i]: kept to 24 significant bits */
 
         /* Ticks not yet in chunks, oldest first: tick_ts[t], and
          * values/valid[t * n_series + i]. The first n_durable are in the

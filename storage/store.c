@@ -547,6 +547,7 @@ void store_close(struct store *s) {
         pthread_mutex_destroy(&s->stats_lock);
         free(s->series_ids);
         free(s->by_id);
+        free(s->is_gauge);
         free(s->tick_ts);
         free(s->values);
         free(s->valid);
@@ -595,12 +596,13 @@ static int by_id_cmp(const void *a, const void *b) {
 int store_register_series(struct store *s, const struct series_desc *series, size_t n) {
         int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
         uint32_t *by_id = calloc(n ? n : 1, sizeof(*by_id));
+        uint8_t *is_gauge = calloc(n ? n : 1, 1);
         int64_t *tick_ts = calloc(BUFFER_TICKS_MAX, sizeof(*tick_ts));
         double *values = calloc(BUFFER_TICKS_MAX * (n ? n : 1), sizeof(*values));
         uint8_t *valid = calloc(BUFFER_TICKS_MAX * (n ? n : 1), 1);
         int r = 0;
 
-        if (!ids || !by_id || !tick_ts || !values || !valid)
+        if (!ids || !by_id || !is_gauge || !tick_ts || !values || !valid)
                 r = -ENOMEM;
         /* Ticks buffered for the old series go to the database first. */
         if (r == 0 && s->n_ticks > 0) {
@@ -619,6 +621,7 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
         for (size_t i = 0; i < n && r == 0; i++) {
                 r = series_upsert(s, &series[i], &ids[i]);
                 by_id[i] = (uint32_t) i;
+                is_gauge[i] = metric_table[series[i].metric].type == METRIC_GAUGE;
                 if (r == 0 && ids[i] > UINT32_MAX)
                         r = -ERANGE;
         }
@@ -628,6 +631,7 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
                 exec(s->db, "ROLLBACK");
                 free(ids);
                 free(by_id);
+                free(is_gauge);
                 free(tick_ts);
                 free(values);
                 free(valid);
@@ -637,11 +641,13 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
         qsort(by_id, n, sizeof(*by_id), by_id_cmp);
         free(s->series_ids);
         free(s->by_id);
+        free(s->is_gauge);
         free(s->tick_ts);
         free(s->values);
         free(s->valid);
         s->series_ids = ids;
         s->by_id = by_id;
+        s->is_gauge = is_gauge;
         s->tick_ts = tick_ts;
         s->values = values;
         s->valid = valid;
@@ -869,6 +875,25 @@ out:
         return r;
 }
 
+/* Rounds a gauge that is not a whole number to 24 significant bits (a
+ * float's precision, relative error below 6e-8), ties to even; whole
+ * numbers (bytes in use), infinities and NaN stay as they are. Ratios such
+ * as utilization are measured far less finely than a double holds, and
+ * their random low bits would cost 3-4 bytes a sample whatever the
+ * encoding. Counters stay exact: rates are their differences. */
+static double round_gauge(double v) {
+        enum { DROP = 52 - 23 };
+        const uint64_t mask = (UINT64_C(1) << DROP) - 1, exponent_all_ones = UINT64_C(0x7ff) << 52;
+        uint64_t u;
+        memcpy(&u, &v, sizeof(u));
+        if ((u & exponent_all_ones) == exponent_all_ones || v == floor(v))
+                return v;
+        /* Below 2^52 nothing rounds up into the infinities: those are whole. */
+        u = (u + (mask >> 1) + ((u >> DROP) & 1)) & ~mask;
+        memcpy(&v, &u, sizeof(v));
+        return v;
+}
+
 static void drop_oldest_tick(struct store *s) {
         memmove(s->tick_ts, s->tick_ts + 1, (s->n_ticks - 1) * sizeof(*s->tick_ts));
         memmove(s->values, s->values + s->n_series, (s->n_ticks - 1) * s->n_series * sizeof(*s->values));
@@ -891,7 +916,8 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
         if (s->n_ticks == s->cap_ticks)
                 drop_oldest_tick(s);
         s->tick_ts[s->n_ticks] = timestamp_ms;
-        memcpy(s->values + s->n_ticks * n, values, n * sizeof(*values));
+        for (size_t i = 0; i < n; i++)
+                s->values[s->n_ticks * n + i] = s->is_gauge[i] ? round_gauge(values[i]) : values[i];
         memcpy(s->valid + s->n_ticks * n, valid, n);
         s->n_ticks++;
         s->ticks_seen++;

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "storage/store.h"
+#include "tests/unit/assert-double.h"
 
 static const struct series_desc series[] = {
         { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "0" } },
@@ -78,15 +79,16 @@ static void store_append__ticks__read_back_by_bucket(void **state) {
         assert_string_equal(r->series[0].desc.label_values[1], "0");
         assert_int_equal(r->series[0].n_points, 2);
         assert_int_equal(r->series[0].points[0].timestamp_ms, 1000000);
-        assert_float_equal(r->series[0].points[0].value, 0.2, 1e-12);
+        /* Ratios are kept to a float's precision. */
+        assert_double_near(r->series[0].points[0].value, 0.2, 1e-7);
         assert_int_equal(r->series[0].points[1].timestamp_ms, 1005000);
-        assert_float_equal(r->series[0].points[1].value, 0.7, 1e-12);
+        assert_double_near(r->series[0].points[1].value, 0.7, 1e-7);
         store_result_free(r);
 
         r = query(s, METRIC_DEVICE_MEMORY_USED, 1000000, 1009000, 5000, STORE_AGG_LAST);
         assert_int_equal(r->n_series, 1);
-        assert_float_equal(r->series[0].points[0].value, 4096.0 * 4, 0);
-        assert_float_equal(r->series[0].points[1].value, 4096.0 * 9, 0);
+        assert_double_near(r->series[0].points[0].value, 4096.0 * 4, 0);
+        assert_double_near(r->series[0].points[1].value, 4096.0 * 9, 0);
         store_result_free(r);
 
         r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 1000, STORE_AGG_SUM);
@@ -107,7 +109,7 @@ static void store_query_range__label_matcher__filters(void **state) {
         struct store_result *r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
         assert_int_equal(r->n_series, 1);
-        assert_float_equal(r->series[0].points[0].value, 0.75, 0);
+        assert_double_near(r->series[0].points[0].value, 0.75, 0);
         store_result_free(r);
         store_close(s);
 }
