@@ -66,6 +66,16 @@ void loop_done(struct loop *l) {
         l->series = NULL;
 }
 
+/* wall_ms, or the nearest whole number of intervals after the previous
+ * stamp when that is within the tolerance. */
+static int64_t on_grid(const struct loop *l, int64_t wall_ms) {
+        int64_t tolerance = l->interval_ms / 100 < LOOP_GRID_TOLERANCE_MS ? l->interval_ms / 100 : LOOP_GRID_TOLERANCE_MS;
+        int64_t elapsed = wall_ms - l->last_stamp_ms;
+        int64_t intervals = (elapsed + l->interval_ms / 2) / l->interval_ms;
+        int64_t grid = l->last_stamp_ms + intervals * l->interval_ms;
+        return intervals > 0 && llabs(wall_ms - grid) <= tolerance ? grid : wall_ms;
+}
+
 int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
         int64_t stamp;
 
@@ -95,7 +105,7 @@ int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
                         if (l->clock_held)
                                 log_info("wall clock caught up; stamping from it again");
                         l->clock_held = false;
-                        stamp = wall_ms;
+                        stamp = on_grid(l, wall_ms);
                 }
         }
         if (stamp <= l->last_stamp_ms)

@@ -29,6 +29,9 @@
 /* A difference between the wall clock and the monotonic clock larger than
  * this, from one tick to the next, is a clock step rather than a slew. */
 #define LOOP_CLOCK_STEP_MS 1000
+/* A tick this close to a whole number of intervals after the previous stamp
+ * is stamped on that grid (at most a hundredth of the interval). */
+#define LOOP_GRID_TOLERANCE_MS 5
 
 struct loop_collector_state {
         int error;              /* last read result, 0 after a success */
@@ -81,7 +84,11 @@ int loop_tick(struct loop *l);
  * With a time scale of 1 it is wall_ms, except when the wall clock stepped
  * back by more than LOOP_CLOCK_STEP_MS: then the stamp is the previous one
  * plus the monotonic time elapsed, until the wall clock reaches it again.
- * A step forward is followed at once. Each step is logged once. */
+ * A step forward is followed at once. Each step is logged once. A wall_ms
+ * within LOOP_GRID_TOLERANCE_MS of a whole number of intervals after the
+ * previous stamp is moved onto it, as Prometheus does with scrape times:
+ * a timer's jitter of a few milliseconds would otherwise cost every stored
+ * sample bits of timestamp. */
 int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns);
 
 /* Ticks every interval until SIGTERM or SIGINT arrives on signal_fd

@@ -100,6 +100,20 @@ static void loop_stamp__steady_clock__wall_time(void **state) {
         assert_int_equal(count_log(f, "wall clock"), 0);
 }
 
+static void loop_stamp__timer_jitter__stamped_on_grid(void **state) {
+        struct fixture *f = *state;
+        static const struct {
+                int64_t wall, stamp;
+        } ticks[] = {
+                { 0, 0 },       { 1003, 1000 }, { 1998, 2000 }, /* within 5 ms: on the grid */
+                { 3006, 3006 }, /* too far: the wall clock, and the grid moves with it */
+                { 4004, 4006 }, { 6008, 6006 }, /* a skipped tick: two intervals later */
+        };
+        f->loop.interval_ms = 1000;
+        for (size_t i = 0; i < sizeof(ticks) / sizeof(ticks[0]); i++)
+                assert_int_equal(loop_stamp(&f->loop, BASE_MS + ticks[i].wall, ticks[i].wall * 1000000), BASE_MS + ticks[i].stamp);
+}
+
 static void loop_stamp__back_an_hour__monotonic_until_caught_up_logged_once(void **state) {
         struct fixture *f = *state;
         int64_t mono = 0, wall = BASE_MS, last = 0;
@@ -256,6 +270,7 @@ static void loop_run__collector_slower_than_interval__skips_and_counts(void **st
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(loop_stamp__steady_clock__wall_time, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_stamp__timer_jitter__stamped_on_grid, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_stamp__back_an_hour__monotonic_until_caught_up_logged_once, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(loop_stamp__forward_a_day__followed_logged_once, setup, teardown),
