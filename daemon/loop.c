@@ -174,7 +174,15 @@ int loop_tick(struct loop *l) {
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
 
+        /* Rollups are the slow part of a tick on a large host: say when. */
+        bool rollup = store_rollup_due(l->store, snap->timestamp_ms);
+        if (rollup)
+                log_debug("tick %llu: rollup of the minutes that ended started", (unsigned long long) snap->tick);
+        int64_t store_ns = clock_ns(CLOCK_MONOTONIC);
         int r = store_append(l->store, snap->timestamp_ms, snap->values, snap->valid, snap->n);
+        if (rollup)
+                log_debug("tick %llu: stored with its rollup in %.1f ms", (unsigned long long) snap->tick,
+                          (double) (clock_ns(CLOCK_MONOTONIC) - store_ns) / 1e6);
         if (r < 0) {
                 atomic_fetch_add_explicit(&l->store_errors, 1, memory_order_relaxed);
         } else {

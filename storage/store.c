@@ -906,6 +906,12 @@ static void drop_oldest_tick(struct store *s) {
         pthread_mutex_unlock(&s->stats_lock);
 }
 
+bool store_rollup_due(const struct store *s, int64_t timestamp_ms) {
+        int64_t roll_to = timestamp_ms - timestamp_ms % STORE_MINUTE_MS;
+        /* The newest buffered tick is not rolled up yet and its minute ended. */
+        return s->n_ticks > 0 && s->tick_ts[s->n_ticks - 1] >= s->rolled_ms && s->tick_ts[s->n_ticks - 1] < roll_to;
+}
+
 int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n) {
         int r = 0;
 

@@ -68,6 +68,12 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
  * later calls; the store is "degraded" until a write succeeds. */
 int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n);
 
+/* Whether store_append() of a tick at timestamp_ms will roll up samples of
+ * minutes that have ended (when the write happens): lets the loop say in
+ * its debug log when a rollup starts and how long it took. Same thread as
+ * store_append(). */
+bool store_rollup_due(const struct store *s, int64_t timestamp_ms);
+
 struct store_stats {
         bool degraded;            /* the latest write attempt failed */
         int last_error;           /* its negative errno, or 0 */
