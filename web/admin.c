@@ -109,37 +109,26 @@ static void inject_fault(struct collector *model, struct MHD_Connection *conn, c
         reply_json(reply, 200);
 }
 
-bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
-                   size_t *upload_data_size, void **req_cls, struct web_reply *reply) {
-        static int request_seen;
+void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                   struct web_reply *reply) {
         char client[64];
 
-        /* The first call brings the headers, later ones the body; answer on
-         * the last, as libmicrohttpd expects for requests with a body. */
-        if (!*req_cls) {
-                *req_cls = &request_seen;
-                return false;
-        }
-        if (*upload_data_size) {
-                *upload_data_size = 0;
-                return false;
-        }
         if (!ctx->admin) {
                 web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", url);
-                return true;
+                return;
         }
         if (!client_is_loopback(conn, client, sizeof(client))) {
                 log_warning("admin: refused %s %.100s from %s (loopback only)", method, url, client);
                 web_reply_error(reply, 403, "forbidden", "the admin endpoint answers loopback clients only");
-                return true;
+                return;
         }
         if (strcmp(url, FAULTS_PATH) != 0) {
                 web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s (try " FAULTS_PATH ")", url);
-                return true;
+                return;
         }
         if (!model_is(ctx->admin)) {
                 web_reply_error(reply, 404, "not_found", "fault injection needs the model backend");
-                return true;
+                return;
         }
         bool reads = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
         /* Browsers send Origin with cross-site form posts; curl and scripts
@@ -147,7 +136,7 @@ bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
         if (!reads && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin")) {
                 log_warning("admin: refused %s %.100s from %s carrying an Origin header", method, url, client);
                 web_reply_error(reply, 403, "forbidden", "the admin endpoint refuses requests from web pages (Origin header)");
-                return true;
+                return;
         }
         if (reads) {
                 list_faults(ctx->admin, reply);
@@ -162,5 +151,4 @@ bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
                 web_reply_error(reply, 405, "bad_data", "method %.16s not allowed; use GET, POST or DELETE", method);
                 reply->allow = "GET, HEAD, POST, DELETE";
         }
-        return true;
 }

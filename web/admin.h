@@ -24,9 +24,8 @@ bool admin_owns(const char *url);
 /* True for 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8; false for NULL. */
 bool admin_is_loopback(const struct sockaddr *sa);
 
-/* Handles one call of libmicrohttpd's request callback for an admin path.
- * Returns false while the request is still arriving (answer MHD_YES and
- * wait for the next call), true once reply is filled. A request body is
- * read and ignored: parameters come from the query string. */
-bool admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
-                   size_t *upload_data_size, void **req_cls, struct web_reply *reply);
+/* Answers a request for an admin path, once it has arrived whole (a
+ * request body is read and ignored: parameters come from the query
+ * string), by filling in reply. */
+void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                   struct web_reply *reply);

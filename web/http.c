@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,33 +484,124 @@ static bool refuse_malformed(const char *url, const struct param *params, size_t
         return false;
 }
 
+/* Raw NUL bytes in the request head. libmicrohttpd 0.9.75 parses the head
+ * in place, in one buffer, and hands over the method, URI, version and each
+ * header's name and value as C strings, ended by NULs it writes over the
+ * space, colon, CR or LF after them; the lengths it reports are theirs. A
+ * NUL sent by the client cuts such a string short, and the rest of it is
+ * dropped without a word: "GET /metrics\0junk" is served as /metrics, a
+ * header "X: a\0b" reads "a". Where the strings lie in the buffer still
+ * shows it: between one and the next there may only be their separators.
+ * A head laid out otherwise (strings outside it, out of order) is not
+ * judged. */
+struct head_walk {
+        uintptr_t start, end; /* the head: the method to the end of the blank line */
+        const char *at;       /* the end of the last string walked over */
+        bool judged;          /* every string lay inside the head, in order */
+        bool hidden;          /* bytes other than separators lie between two */
+};
+
+/* Walks from the end of the last string to next: the byte there must be
+ * the NUL that ended that string, the others (at most max in all) NULs
+ * when nul_ok (an overwritten CR or LF) or bytes of allowed. */
+static void head_gap(struct head_walk *w, const char *next, const char *allowed, bool nul_ok, size_t max) {
+        uintptr_t at = (uintptr_t) w->at, to = (uintptr_t) next;
+
+        if (!w->judged || w->hidden)
+                return;
+        if (to < w->start || to > w->end || to <= at) {
+                w->judged = false;
+                return;
+        }
+        if (to - at > max || w->at[0] != '\0') {
+                w->hidden = true;
+                return;
+        }
+        for (const char *p = w->at + 1; p < next; p++)
+                if (*p == '\0' ? !nul_ok : !strchr(allowed, *p)) {
+                        w->hidden = true;
+                        return;
+                }
+}
+
+/* Steps over a string of the head that starts where the last gap ended. */
+static void head_string(struct head_walk *w, const char *start, size_t len) {
+        if ((uintptr_t) start + len > w->end)
+                w->judged = false;
+        w->at = start + len;
+}
+
+static enum MHD_Result head_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                   const char *value, size_t value_size) {
+        struct head_walk *w = cls;
+        head_gap(w, key, "", true, 2); /* CR LF, or LF */
+        head_string(w, key, key_size);
+        head_gap(w, value, " \t", false, SIZE_MAX); /* the colon, then blanks */
+        head_string(w, value, value_size);
+        return w->judged && !w->hidden ? MHD_YES : MHD_NO;
+}
+
+/* Whether a raw NUL byte hid part of the request line or of a header.
+ * uri_end: where the URI, as libmicrohttpd read it before splitting and
+ * decoding it, ends as a string. */
+static bool head_has_nul(struct MHD_Connection *conn, const char *method, const char *url, const char *version,
+                         const char *uri_end) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        if (!info || !uri_end)
+                return false;
+        struct head_walk w = {
+                .start = (uintptr_t) method, .end = (uintptr_t) method + info->header_size, .judged = true,
+        };
+        head_string(&w, method, strlen(method));
+        head_gap(&w, url, " ", false, SIZE_MAX); /* a space, then any more spaces */
+        head_string(&w, url, (size_t) ((uintptr_t) uri_end - (uintptr_t) url));
+        head_gap(&w, version, "", false, 1); /* the one space before the version */
+        head_string(&w, version, strlen(version));
+        MHD_get_connection_values_n(conn, MHD_HEADER_KIND, head_header, &w);
+        head_gap(&w, (const char *) w.end, "", true, 4); /* the last line's end and the blank line */
+        return w.judged && w.hidden;
+}
+
+/* libmicrohttpd calls this with the URI as it arrived, before splitting
+ * off the query and decoding it; what it returns is the request's
+ * *req_cls when on_request is first called. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn) {
+        (void) cls;
+        (void) conn;
+        return uri ? (char *) uri + strlen(uri) : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
         struct http_server *srv = cls;
         const struct web_context *ctx = srv->ctx;
         struct web_reply reply = { .path = url };
+        static int request_seen, request_with_nul;
 
-        if (admin_owns(url)) {
-                /* Fault injection is loopback-only, and behind the same
-                 * authentication as everything else. */
-                if (!authorized(conn, ctx, url))
-                        return send_unauthorized(conn, ctx);
-                return admin_request(ctx, conn, url, method, upload_data_size, req_cls, &reply)
-                               ? send_reply(conn, ctx, &reply)
-                               : MHD_YES;
-        }
         /* libmicrohttpd keeps a connection alive only when the response is
          * queued after the whole request has arrived: the first call just
-         * marks the request, any body is read and dropped, then we answer. */
-        static int request_seen;
-        if (!*req_cls) {
-                *req_cls = &request_seen;
+         * marks the request (and checks its head for NUL bytes), any body
+         * is read and dropped, then we answer. */
+        if (*req_cls != &request_seen && *req_cls != &request_with_nul) {
+                *req_cls = head_has_nul(conn, method, url, version, *req_cls) ? &request_with_nul : &request_seen;
                 return MHD_YES;
         }
         if (*upload_data_size) {
                 *upload_data_size = 0;
                 return MHD_YES;
+        }
+        if (*req_cls == &request_with_nul) {
+                web_reply_error(&reply, 400, "bad_data", "a NUL byte in the request line or a header");
+                return send_reply(conn, ctx, &reply);
+        }
+        if (admin_owns(url)) {
+                /* Fault injection is loopback-only, and behind the same
+                 * authentication as everything else. */
+                if (!authorized(conn, ctx, url))
+                        return send_unauthorized(conn, ctx);
+                admin_request(ctx, conn, url, method, &reply);
+                return send_reply(conn, ctx, &reply);
         }
         if (strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0 && ctx->cors_origin && *ctx->cors_origin)
                 return send_preflight(conn, ctx);
@@ -687,6 +779,7 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+                                    MHD_OPTION_URI_LOG_CALLBACK, uri_seen, NULL,
                                     MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
                                     MHD_OPTION_ARRAY, options,
                                     MHD_OPTION_THREAD_POOL_SIZE, (unsigned) HTTP_THREADS,
