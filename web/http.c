@@ -495,21 +495,22 @@ static bool refuse_malformed(const char *url, const struct param *params, size_t
  * A head laid out otherwise (strings outside it, out of order) is not
  * judged. */
 struct head_walk {
-        uintptr_t start, end; /* the head: the method to the end of the blank line */
-        const char *at;       /* the end of the last string walked over */
+        uintptr_t end;        /* the head runs from the method to here, past the blank line */
+        const char *at;       /* how far the walk got */
         bool judged;          /* every string lay inside the head, in order */
         bool hidden;          /* bytes other than separators lie between two */
 };
 
-/* Walks from the end of the last string to next: the byte there must be
- * the NUL that ended that string, the others (at most max in all) NULs
- * when nul_ok (an overwritten CR or LF) or bytes of allowed. */
+/* Walks from the end of the last string to next, the start of the next
+ * one: the byte there must be the NUL that ended that string, the others
+ * (at most max in all) NULs when nul_ok (an overwritten CR or LF) or bytes
+ * of allowed. */
 static void head_gap(struct head_walk *w, const char *next, const char *allowed, bool nul_ok, size_t max) {
         uintptr_t at = (uintptr_t) w->at, to = (uintptr_t) next;
 
         if (!w->judged || w->hidden)
                 return;
-        if (to < w->start || to > w->end || to <= at) {
+        if (to <= at || to > w->end) {
                 w->judged = false;
                 return;
         }
@@ -522,22 +523,25 @@ static void head_gap(struct head_walk *w, const char *next, const char *allowed,
                         w->hidden = true;
                         return;
                 }
+        w->at = next;
 }
 
-/* Steps over a string of the head that starts where the last gap ended. */
-static void head_string(struct head_walk *w, const char *start, size_t len) {
-        if ((uintptr_t) start + len > w->end)
+/* Steps over a string that starts where the walk is, to its end. */
+static void head_string(struct head_walk *w, const char *end) {
+        if ((uintptr_t) end < (uintptr_t) w->at || (uintptr_t) end > w->end)
                 w->judged = false;
-        w->at = start + len;
+        else
+                w->at = end;
 }
 
 static enum MHD_Result head_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
                                    const char *value, size_t value_size) {
         struct head_walk *w = cls;
+        (void) kind;
         head_gap(w, key, "", true, 2); /* CR LF, or LF */
-        head_string(w, key, key_size);
+        head_string(w, key + key_size);
         head_gap(w, value, " \t", false, SIZE_MAX); /* the colon, then blanks */
-        head_string(w, value, value_size);
+        head_string(w, value + value_size);
         return w->judged && !w->hidden ? MHD_YES : MHD_NO;
 }
 
@@ -550,13 +554,13 @@ static bool head_has_nul(struct MHD_Connection *conn, const char *method, const 
         if (!info || !uri_end)
                 return false;
         struct head_walk w = {
-                .start = (uintptr_t) method, .end = (uintptr_t) method + info->header_size, .judged = true,
+                .end = (uintptr_t) method + info->header_size, .at = method, .judged = true,
         };
-        head_string(&w, method, strlen(method));
+        head_string(&w, method + strlen(method));
         head_gap(&w, url, " ", false, SIZE_MAX); /* a space, then any more spaces */
-        head_string(&w, url, (size_t) ((uintptr_t) uri_end - (uintptr_t) url));
+        head_string(&w, uri_end);
         head_gap(&w, version, "", false, 1); /* the one space before the version */
-        head_string(&w, version, strlen(version));
+        head_string(&w, version + strlen(version));
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, head_header, &w);
         head_gap(&w, (const char *) w.end, "", true, 4); /* the last line's end and the blank line */
         return w.judged && w.hidden;
