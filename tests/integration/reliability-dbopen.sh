@@ -4,7 +4,8 @@
 # /metrics with /healthz degraded and neurond_storage_degraded 1, answers
 # range queries with 503, holds the ticks in memory, and opens the
 # database by itself when the file system recovers, storing the ticks from
-# before. A missing directory is the operator's to fix: exit status 2.
+# before. A missing directory or no permission is the operator's to fix:
+# exit status 2.
 # The file systems are tmpfs mounts in a private mount namespace.
 if [ -z "${RELIABILITY_NS:-}" ]; then
   unshare --mount true 2>/dev/null || { echo "SKIP: cannot make a mount namespace"; exit 77; }
@@ -37,6 +38,18 @@ status=0
 [ "$status" -eq 2 ] || fail "a missing database directory: exit status $status, expected 2"
 grep -q "cannot open database.*No such file or directory" "$TEST_TMP/daemon.log" ||
   fail "no clear message for a missing directory: $(cat "$TEST_TMP/daemon.log")"
+
+# Nor may the daemon's user write there (as root: run as nobody in the
+# test's private directory, mode 0700).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+  status=0
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$NEUROND" --listen 127.0.0.1:0 --db "$TEST_TMP/neurond.db" \
+    --backend model:trn1.2xlarge >"$TEST_TMP/daemon.log" 2>&1 || status=$?
+  [ "$status" -eq 2 ] || fail "no permission for the database: exit status $status, expected 2"
+  grep -q "cannot open database.*Permission denied" "$TEST_TMP/daemon.log" ||
+    fail "no clear message for a permission error: $(cat "$TEST_TMP/daemon.log")"
+  echo "no permission: exit 2"
+fi
 
 metric() {
   http /metrics | sed -n "s/^$1 //p"
