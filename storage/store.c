@@ -495,20 +495,26 @@ static void db_disconnect(struct store *s) {
 
 /* Opens both connections, checks the file, brings the schema up to date
  * and prepares the tick loop's statements; on failure the store is left
- * without connections, to be tried again. open(2) comes first because it
- * tells a full or read-only file system (ENOSPC, EROFS) from a missing
- * directory or a permission (ENOENT, EACCES): SQLite reports "cannot open"
- * for all of them, and on a read-only file system the errno it keeps is
- * ENOENT. */
+ * without connections, to be tried again. The database, its -wal and its
+ * -shm file are opened (made) with open(2) first, because its errno tells a
+ * full or read-only file system (ENOSPC, EROFS) from a missing directory or
+ * a permission (ENOENT, EACCES): SQLite reports "cannot open" for all of
+ * them, and the errno it keeps is that of its read-only retry, ENOENT. An
+ * empty -wal or -shm file is one SQLite would make. */
 static int db_connect(struct store *s) {
+        static const char *const suffix[] = { "", "-wal", "-shm" };
         sqlite3 *read_db = NULL;
         int r = 0;
 
-        int fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0)
-                r = -errno;
-        else
-                close(fd);
+        for (size_t i = 0; i < 3 && r == 0; i++) {
+                char name[4200];
+                snprintf(name, sizeof(name), "%s%s", s->path, suffix[i]);
+                int fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        r = -errno;
+                else
+                        close(fd);
+        }
         if (r == 0)
                 r = open_connection(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)

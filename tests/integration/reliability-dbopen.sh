@@ -1,6 +1,6 @@
 #!/bin/sh
 # A database that cannot be opened at start-up because of the file system
-# (full, or mounted read-only) is not fatal: the daemon polls and serves
+# (full, mounted read-only, out of inodes) is not fatal: the daemon polls and serves
 # /metrics with /healthz degraded and neurond_storage_degraded 1, answers
 # range queries with 503, holds the ticks in memory, and opens the
 # database by itself when the file system recovers, storing the ticks from
@@ -55,11 +55,12 @@ metric() {
   http /metrics | sed -n "s/^$1 //p"
 }
 
-# degraded_start WHY: the daemon runs without its database.
+# degraded_start WHY REASON: the daemon runs without its database, and
+# logged REASON.
 degraded_start() {
   PHASE_START=$(date +%s)
   start_daemon --backend model:trn1.2xlarge,seed=3 --interval 100ms --db "$DB"
-  grep -q "cannot open database $DB: .*retrying" "$TEST_TMP/daemon.log" ||
+  grep -q "cannot open database $DB: $2; .*retrying" "$TEST_TMP/daemon.log" ||
     fail "$1: start-up did not log the problem: $(cat "$TEST_TMP/daemon.log")"
   [ "$(http_status /metrics)" = 200 ] || fail "$1: /metrics not 200"
   [ "$(metric neurond_storage_degraded)" = 1 ] || fail "$1: neurond_storage_degraded is not 1"
@@ -103,14 +104,23 @@ recovered() {
 
 # A full file system: SQLite cannot write the new database's first page.
 dd if=/dev/zero of="$TEST_TMP/small/filler" bs=64k 2>/dev/null || true
-degraded_start "full"
+degraded_start "full" "No space left on device"
 rm "$TEST_TMP/small/filler"
 recovered "full"
 
 # A read-only file system, with the database of the first run on it.
 mount -o remount,ro "$TEST_TMP/small" || skip "cannot remount the tmpfs read-only"
-degraded_start "read-only"
-grep -q "Read-only file system" "$TEST_TMP/daemon.log" || fail "read-only: the reason is not logged"
+degraded_start "read-only" "Read-only file system"
 mount -o remount,rw "$TEST_TMP/small"
 recovered "read-only"
+
+# Out of inodes: the database is there, but not its -wal and -shm files.
+mount -o remount,nr_inodes=64 "$TEST_TMP/small" || skip "cannot limit the tmpfs's inodes"
+n=0
+while [ $n -lt 100 ] && touch "$TEST_TMP/small/inode$n" 2>/dev/null; do
+  n=$((n + 1))
+done
+degraded_start "out of inodes" "No space left on device"
+rm "$TEST_TMP/small"/inode*
+recovered "out of inodes"
 echo "reliability-dbopen: ok"
