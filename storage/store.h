@@ -53,8 +53,8 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
 /* store_open_with(), and when the file is damaged (-EUCLEAN): renames it
  * and its -wal and -shm files to PATH.damaged-<unix time>[-wal|-shm],
  * writes that name to aside (kept when opening the new database then
- * fails), and opens a new database. Returns 1 when a
- * damaged file was set aside, 0 when not, or a negative errno. */
+ * fails), and opens a new database. Returns 1 when a damaged file was set
+ * aside, 0 when not, or a negative errno. */
 int store_open_or_set_aside(const char *path, const struct store_options *o, struct store **ret, char *aside,
                             size_t aside_len);
 
