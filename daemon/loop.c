@@ -192,11 +192,20 @@ int loop_tick(struct loop *l) {
                 atomic_fetch_add_explicit(&l->samples_stored, stored, memory_order_relaxed);
         }
         if (r != l->store_error) {
+                struct store_stats st;
+                store_get_stats(l->store, &st);
                 if (r < 0)
-                        log_error("storing tick %llu failed: %s", (unsigned long long) snap->tick, strerror(-r));
+                        log_error("storing tick %llu failed: %s%s", (unsigned long long) snap->tick, strerror(-r),
+                                  st.unopened ? " (no database open yet)" : "");
+                else if (l->store_unopened)
+                        log_info("database opened; storing ticks%s",
+                                 st.damaged_set_aside ? " in a new file: the old one failed its integrity check and was "
+                                                        "kept as *.damaged-<unix time>"
+                                                      : "");
                 else
                         log_info("storing ticks works again");
                 l->store_error = r;
+                l->store_unopened = st.unopened;
         }
         snapshot_slot_publish(l->latest, snap);
         return r;

@@ -57,6 +57,7 @@ struct loop {
         bool clock_held;             /* the wall clock stepped back; stamping from the monotonic clock */
         uint64_t overruns;           /* intervals skipped because a tick ran late */
         int store_error;             /* last store_append() result, logged on change */
+        bool store_unopened;         /* the store had no database at that result */
         struct loop_collector_state state[SNAPSHOT_COLLECTORS_MAX];
         /* Called on SIGHUP from the loop's thread. It re-reads the
          * configuration and applies what can change at run time (it may set

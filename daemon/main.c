@@ -57,6 +57,14 @@ static void format_url(const struct settings *s, uint16_t port, char *out, size_
         snprintf(out, size, "http://%s:%u/", host, port);
 }
 
+/* A database that cannot be opened because of the file system's state
+ * (full, read-only, failing) may come back by itself, so the daemon starts
+ * without it; anything else (no such directory, no permission, a file of a
+ * newer neurond) needs the operator. */
+static bool store_error_is_transient(int r) {
+        return r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EIO;
+}
+
 struct reload_args {
         int argc;
         char **argv;
@@ -194,7 +202,7 @@ int main(int argc, char **argv) {
 
         snapshot_slot_init(&latest);
         struct store_options store_opt;
-        char aside[PATH_MAX + 64];
+        char aside[PATH_MAX + 64] = "";
         store_options_init(&store_opt);
         store_opt.raw_retention_ms = settings.retention_raw_ms;
         store_opt.minute_retention_ms = settings.retention_minute_ms;
@@ -205,11 +213,26 @@ int main(int argc, char **argv) {
         if (r == 1) {
                 log_error("database %s failed its integrity check; kept it as %s and started a new one", settings.db_path,
                           aside);
+        } else if (store_error_is_transient(r)) {
+                /* Set aside, then the new file could not be made. */
+                if (aside[0])
+                        log_error("database %s failed its integrity check; kept it as %s", settings.db_path, aside);
+                log_error("cannot open database %s: %s; polling and serving without it (degraded), keeping ticks in "
+                          "memory and retrying with back-off",
+                          settings.db_path, strerror(-r));
+                r = store_open_deferred(settings.db_path, &store_opt, r, &store);
+                if (r < 0) {
+                        log_error("starting without a database: %s", strerror(-r));
+                        goto out_slot;
+                }
         } else if (r == -EPROTONOSUPPORT) {
                 log_error("database %s was written by a newer neurond; refusing to touch it", settings.db_path);
+                status = EXIT_USAGE;
                 goto out_slot;
         } else if (r < 0) {
-                log_error("opening database %s: %s", settings.db_path, strerror(-r));
+                log_error("cannot open database %s: %s; check the db setting, the directory and its permissions",
+                          settings.db_path, strerror(-r));
+                status = r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
                 goto out_slot;
         }
         struct collector *collectors[] = { backend, host };

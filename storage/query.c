@@ -360,7 +360,7 @@ static int load_series(struct store *s, int metric, const struct store_matcher *
 int store_list_series(struct store *s, int metric, const struct store_matcher *matchers, size_t n_matchers,
                       struct series_desc **ret, size_t *ret_n) {
         pthread_mutex_lock(&s->read_lock);
-        int r = load_series(s, metric, matchers, n_matchers, ret, NULL, ret_n);
+        int r = s->read_db ? load_series(s, metric, matchers, n_matchers, ret, NULL, ret_n) : -EAGAIN;
         pthread_mutex_unlock(&s->read_lock);
         return r;
 }
@@ -392,7 +392,7 @@ int store_query_range(struct store *s, const struct store_query *q, struct store
         }
         pthread_mutex_lock(&s->read_lock);
         /* One read transaction: chunks and recent rows from one snapshot. */
-        r = store_errno_from_sqlite(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL));
+        r = s->read_db ? store_errno_from_sqlite(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL)) : -EAGAIN;
         if (r == 0)
                 r = load_series(s, (int) q->metric, q->matchers, q->n_matchers, &list, &ids, &n);
         if (r == 0 && n > STORE_QUERY_POINTS_MAX / n_buckets)
@@ -411,7 +411,8 @@ int store_query_range(struct store *s, const struct store_query *q, struct store
                         res->n_series++;
         }
         /* Ends the read transaction so the WAL can be checkpointed. */
-        sqlite3_exec(s->read_db, "COMMIT", NULL, NULL, NULL);
+        if (s->read_db)
+                sqlite3_exec(s->read_db, "COMMIT", NULL, NULL, NULL);
         pthread_mutex_unlock(&s->read_lock);
         free(list);
         free(ids);

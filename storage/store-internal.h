@@ -12,6 +12,7 @@
 
 struct store {
         struct store_options opt;
+        char *path;
         sqlite3 *db;      /* the tick loop's connection */
         sqlite3 *read_db; /* queries' connection, serialised by read_lock */
         pthread_mutex_t read_lock;
@@ -19,8 +20,10 @@ struct store {
         sqlite3_stmt *st_recent, *st_chunk, *st_merge[2];
 
         /* Registered series, and their order sorted by series id (the order
-         * of entries in a recent row). */
+         * of entries in a recent row). The descriptions are kept for a
+         * database opened late (store_open_deferred()). */
         size_t n_series;
+        struct series_desc *series;
         int64_t *series_ids;
         uint32_t *by_id;
         uint8_t *is_gauge; /* [i]: kept to 24 significant bits */

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,22 +456,67 @@ static int setup_schema(struct store *s) {
 }
 
 static int64_t used_bytes(struct store *s);
+static int sync_ticks(struct store *s);
 
-int store_open_with(const char *path, const struct store_options *o, struct store **ret) {
-        struct store *s;
-        int r;
-
+/* Allocates a store for path with no database open yet. */
+static int store_new(const char *path, const struct store_options *o, struct store **ret) {
         if (o->chunk_ms <= 0 || o->chunk_ms % STORE_MINUTE_MS != 0)
                 return -EINVAL;
-        s = calloc(1, sizeof(*s));
+        struct store *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->path = strdup(path);
+        if (!s->path) {
+                free(s);
+                return -ENOMEM;
+        }
         s->opt = *o;
         s->rolled_ms = INT64_MIN;
         s->backoff = 1;
         pthread_mutex_init(&s->read_lock, NULL);
         pthread_mutex_init(&s->stats_lock, NULL);
-        r = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
+        *ret = s;
+        return 0;
+}
+
+static void db_disconnect(struct store *s) {
+        sqlite3_finalize(s->st_recent);
+        sqlite3_finalize(s->st_chunk);
+        sqlite3_finalize(s->st_merge[0]);
+        sqlite3_finalize(s->st_merge[1]);
+        s->st_recent = s->st_chunk = s->st_merge[0] = s->st_merge[1] = NULL;
+        pthread_mutex_lock(&s->read_lock);
+        sqlite3_close(s->read_db);
+        s->read_db = NULL;
+        pthread_mutex_unlock(&s->read_lock);
+        sqlite3_close(s->db);
+        s->db = NULL;
+}
+
+/* Opens both connections, checks the file, brings the schema up to date
+ * and prepares the tick loop's statements; on failure the store is left
+ * without connections, to be tried again. The database, its -wal and its
+ * -shm file are opened (made) with open(2) first, because its errno tells a
+ * full or read-only file system (ENOSPC, EROFS) from a missing directory or
+ * a permission (ENOENT, EACCES): SQLite reports "cannot open" for all of
+ * them, and the errno it keeps is that of its read-only retry, ENOENT. An
+ * empty -wal or -shm file is one SQLite would make. */
+static int db_connect(struct store *s) {
+        static const char *const suffix[] = { "", "-wal", "-shm" };
+        sqlite3 *read_db = NULL;
+        int r = 0;
+
+        for (size_t i = 0; i < 3 && r == 0; i++) {
+                char name[4200];
+                snprintf(name, sizeof(name), "%s%s", s->path, suffix[i]);
+                int fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        r = -errno;
+                else
+                        close(fd);
+        }
+        if (r == 0)
+                r = open_connection(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
                 r = check_integrity(s->db);
         if (r == 0)
@@ -480,12 +526,60 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
         if (r == 0)
                 r = prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
-                r = open_connection(path, SQLITE_OPEN_READONLY, &s->read_db);
+                r = open_connection(s->path, SQLITE_OPEN_READONLY, &read_db);
+        if (r < 0) {
+                db_disconnect(s);
+                return r;
+        }
+        /* Queries run on other threads; they find read_db under the lock. */
+        pthread_mutex_lock(&s->read_lock);
+        s->read_db = read_db;
+        pthread_mutex_unlock(&s->read_lock);
+        int64_t bytes = used_bytes(s);
+        pthread_mutex_lock(&s->stats_lock);
+        s->stats.used_bytes = bytes;
+        s->stats.unopened = false;
+        pthread_mutex_unlock(&s->stats_lock);
+        return 0;
+}
+
+/* db_connect(), and when the file is damaged, sets it aside (see
+ * store_open_or_set_aside()) and connects to a new one: 1 then. */
+static int db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len) {
+        int r = db_connect(s);
+        if (r != -EUCLEAN)
+                return r;
+        /* The WAL belongs to the damaged file: it moves with it, or SQLite
+         * would replay it into the new one. */
+        static const char *const suffix[] = { "", "-wal", "-shm" };
+        long long now = (long long) time(NULL);
+        for (size_t i = 0; i < 3; i++) {
+                char from[4200], to[4200];
+                snprintf(from, sizeof(from), "%s%s", s->path, suffix[i]);
+                snprintf(to, sizeof(to), "%s.damaged-%lld%s", s->path, now, suffix[i]);
+                if (rename(from, to) < 0 && errno != ENOENT)
+                        return -errno;
+                if (i == 0 && aside)
+                        snprintf(aside, aside_len, "%s", to);
+        }
+        r = db_connect(s);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&s->stats_lock);
+        s->stats.damaged_set_aside = 1;
+        pthread_mutex_unlock(&s->stats_lock);
+        return 1;
+}
+
+int store_open_with(const char *path, const struct store_options *o, struct store **ret) {
+        struct store *s = NULL;
+        int r = store_new(path, o, &s);
+        if (r == 0)
+                r = db_connect(s);
         if (r < 0) {
                 store_close(s);
                 return r;
         }
-        s->stats.used_bytes = used_bytes(s);
         *ret = s;
         return 0;
 }
@@ -499,52 +593,65 @@ int store_open(const char *path, struct store **ret) {
 int store_open_or_set_aside(const char *path, const struct store_options *o, struct store **ret, char *aside,
                             size_t aside_len) {
         struct store *s = NULL;
-        int r = store_open_with(path, o, &s);
-        if (r != -EUCLEAN) {
-                if (r == 0)
-                        *ret = s;
+        int r = store_new(path, o, &s);
+        if (r == 0)
+                r = db_connect_or_set_aside(s, aside, aside_len);
+        if (r < 0) {
+                store_close(s);
                 return r;
         }
-        /* The WAL belongs to the damaged file: it moves with it, or SQLite
-         * would replay it into the new one. */
-        static const char *const suffix[] = { "", "-wal", "-shm" };
-        long long now = (long long) time(NULL);
-        for (size_t i = 0; i < 3; i++) {
-                char from[4200], to[4200];
-                snprintf(from, sizeof(from), "%s%s", path, suffix[i]);
-                snprintf(to, sizeof(to), "%s.damaged-%lld%s", path, now, suffix[i]);
-                if (i == 0)
-                        snprintf(aside, aside_len, "%s", to);
-                if (rename(from, to) < 0 && errno != ENOENT)
-                        return -errno;
-        }
-        r = store_open_with(path, o, &s);
-        if (r < 0)
-                return r;
-        s->stats.damaged_set_aside = 1;
         *ret = s;
-        return 1;
+        return r;
 }
 
-static int sync_ticks(struct store *s);
+int store_open_deferred(const char *path, const struct store_options *o, int error, struct store **ret) {
+        struct store *s = NULL;
+        int r = store_new(path, o, &s);
+        if (r < 0)
+                return r;
+        /* As after a failed write: the next tick tries again. */
+        s->stats.degraded = true;
+        s->stats.unopened = true;
+        s->stats.last_error = error;
+        s->retry_at = 1;
+        s->backoff = 2;
+        *ret = s;
+        return 0;
+}
+
+static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids,
+                        uint32_t *by_id);
+
+/* Opens the database of a deferred store, as store_open_or_set_aside()
+ * does, and enters the registered series. */
+static int attach(struct store *s) {
+        int r = db_connect_or_set_aside(s, NULL, 0);
+        if (r >= 0 && s->tick_ts)
+                r = series_write(s, s->series, s->n_series, s->series_ids, s->by_id);
+        if (r < 0) {
+                db_disconnect(s);
+                return r;
+        }
+        return 0;
+}
 
 void store_close(struct store *s) {
         if (!s)
                 return;
+        /* A deferred store's last chance to keep its ticks. */
+        if (!s->db && s->n_ticks > 0)
+                attach(s);
         if (s->db && s->n_ticks > 0 && sync_ticks(s) == 0 && exec(s->db, "BEGIN IMMEDIATE") == 0) {
                 if (close_out_recent(s) == 0)
                         exec(s->db, "COMMIT");
                 else
                         exec(s->db, "ROLLBACK");
         }
-        sqlite3_finalize(s->st_recent);
-        sqlite3_finalize(s->st_chunk);
-        sqlite3_finalize(s->st_merge[0]);
-        sqlite3_finalize(s->st_merge[1]);
-        sqlite3_close(s->read_db);
-        sqlite3_close(s->db);
+        db_disconnect(s);
         pthread_mutex_destroy(&s->read_lock);
         pthread_mutex_destroy(&s->stats_lock);
+        free(s->path);
+        free(s->series);
         free(s->series_ids);
         free(s->by_id);
         free(s->is_gauge);
@@ -593,7 +700,30 @@ static int by_id_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Enters series[0..n) into the series table (one transaction), writing
+ * their ids to ids and their order by id to by_id. */
+static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids,
+                        uint32_t *by_id) {
+        int r = exec(s->db, "BEGIN");
+        for (size_t i = 0; i < n && r == 0; i++) {
+                r = series_upsert(s, &series[i], &ids[i]);
+                by_id[i] = (uint32_t) i;
+                if (r == 0 && ids[i] > UINT32_MAX)
+                        r = -ERANGE;
+        }
+        if (r == 0)
+                r = exec(s->db, "COMMIT");
+        if (r < 0) {
+                exec(s->db, "ROLLBACK");
+                return r;
+        }
+        sort_ids = ids;
+        qsort(by_id, n, sizeof(*by_id), by_id_cmp);
+        return 0;
+}
+
 int store_register_series(struct store *s, const struct series_desc *series, size_t n) {
+        struct series_desc *copy = calloc(n ? n : 1, sizeof(*copy));
         int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
         uint32_t *by_id = calloc(n ? n : 1, sizeof(*by_id));
         uint8_t *is_gauge = calloc(n ? n : 1, 1);
@@ -602,9 +732,11 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
         uint8_t *valid = calloc(BUFFER_TICKS_MAX * (n ? n : 1), 1);
         int r = 0;
 
-        if (!ids || !by_id || !is_gauge || !tick_ts || !values || !valid)
+        if (!copy || !ids || !by_id || !is_gauge || !tick_ts || !values || !valid)
                 r = -ENOMEM;
         /* Ticks buffered for the old series go to the database first. */
+        if (r == 0 && s->n_ticks > 0 && !s->db)
+                r = attach(s);
         if (r == 0 && s->n_ticks > 0) {
                 r = sync_ticks(s);
                 if (r == 0)
@@ -616,19 +748,11 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
                 if (r == 0)
                         s->n_ticks = s->n_durable = 0;
         }
-        if (r == 0)
-                r = exec(s->db, "BEGIN");
-        for (size_t i = 0; i < n && r == 0; i++) {
-                r = series_upsert(s, &series[i], &ids[i]);
-                by_id[i] = (uint32_t) i;
-                is_gauge[i] = metric_table[series[i].metric].type == METRIC_GAUGE;
-                if (r == 0 && ids[i] > UINT32_MAX)
-                        r = -ERANGE;
-        }
-        if (r == 0)
-                r = exec(s->db, "COMMIT");
+        /* Without a database the ids come when it opens (attach()). */
+        if (r == 0 && s->db)
+                r = series_write(s, series, n, ids, by_id);
         if (r < 0) {
-                exec(s->db, "ROLLBACK");
+                free(copy);
                 free(ids);
                 free(by_id);
                 free(is_gauge);
@@ -637,14 +761,18 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
                 free(valid);
                 return r;
         }
-        sort_ids = ids;
-        qsort(by_id, n, sizeof(*by_id), by_id_cmp);
+        if (n > 0)
+                memcpy(copy, series, n * sizeof(*copy));
+        for (size_t i = 0; i < n; i++)
+                is_gauge[i] = metric_table[series[i].metric].type == METRIC_GAUGE;
+        free(s->series);
         free(s->series_ids);
         free(s->by_id);
         free(s->is_gauge);
         free(s->tick_ts);
         free(s->values);
         free(s->valid);
+        s->series = copy;
         s->series_ids = ids;
         s->by_id = by_id;
         s->is_gauge = is_gauge;
@@ -937,7 +1065,9 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
         if (wait)
                 return r;
 
-        r = sync_ticks(s);
+        r = s->db ? 0 : attach(s);
+        if (r == 0)
+                r = sync_ticks(s);
         pthread_mutex_lock(&s->stats_lock);
         s->stats.degraded = r < 0;
         s->stats.last_error = r;
@@ -961,6 +1091,8 @@ void store_get_stats(struct store *s, struct store_stats *ret) {
 
 int store_set_page_limit(struct store *s, int64_t max_pages) {
         char sql[64];
+        if (!s->db)
+                return -EAGAIN;
         snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long) (max_pages > 0 ? max_pages : 4294967294LL));
         return exec(s->db, sql);
 }

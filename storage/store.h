@@ -8,7 +8,9 @@
  * Errors are negative errnos; SQLite codes are translated here:
  * -EIO for I/O and corruption, -ENOSPC for a full disk, -EROFS for a
  * read-only database, -ENOMEM, -EINVAL for bad arguments, -EUCLEAN for a
- * damaged database file.
+ * damaged database file, -EAGAIN when no database is open yet (see
+ * store_open_deferred()). Opening passes open(2)'s errno on: -ENOENT,
+ * -EACCES, -EROFS, -ENOSPC ...
  *
  * Threading: store_register_series() and store_append() are called by one
  * thread (the tick loop); store_query_range() may be called from any number
@@ -50,10 +52,22 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
 
 /* store_open_with(), and when the file is damaged (-EUCLEAN): renames it
  * and its -wal and -shm files to PATH.damaged-<unix time>[-wal|-shm],
- * writes that name to aside, and opens a new database. Returns 1 when a
- * damaged file was set aside, 0 when not, or a negative errno. */
+ * writes that name to aside (kept when opening the new database then
+ * fails), and opens a new database. Returns 1 when a damaged file was set
+ * aside, 0 when not, or a negative errno. */
 int store_open_or_set_aside(const char *path, const struct store_options *o, struct store **ret, char *aside,
                             size_t aside_len);
+
+/* A store whose database could not be opened (error, a negative errno):
+ * it starts degraded and behaves as one that cannot write. Ticks wait in
+ * memory with the same bound, and at each retry store_append() opens the
+ * database as store_open_or_set_aside() does (setting a damaged file
+ * aside), enters the registered series and writes the ticks. Until then
+ * queries fail with -EAGAIN. */
+int store_open_deferred(const char *path, const struct store_options *o, int error, struct store **ret);
+
+/* Writes what is buffered (for a deferred store: after one more attempt to
+ * open the database), then closes. */
 void store_close(struct store *s); /* NULL-safe */
 
 /* Tells the store the series that store_append()'s arrays describe, in
@@ -76,6 +90,7 @@ bool store_rollup_due(const struct store *s, int64_t timestamp_ms);
 
 struct store_stats {
         bool degraded;            /* the latest write attempt failed */
+        bool unopened;            /* no database open yet (store_open_deferred()) */
         int last_error;           /* its negative errno, or 0 */
         uint64_t write_errors;    /* failed write attempts since open */
         uint64_t ticks_dropped;   /* ticks lost because memory filled while degraded */

@@ -10,6 +10,8 @@
 #include "web/api.h"
 
 #define JSON_TYPE "application/json"
+/* Queries while the store has no database open (store_open_deferred()). */
+#define STORAGE_UNAVAILABLE "storage is unavailable: the database could not be opened yet; neurond keeps retrying"
 
 int64_t api_now_ms(void) {
         struct timespec ts;
@@ -85,7 +87,8 @@ static void handle_healthz(const struct web_context *ctx, const struct param *pa
         if (!fresh)
                 buf_puts(&reply->body, ",\"error\":\"the poll loop has not completed a tick recently\"");
         else if (st.degraded)
-                buf_printf(&reply->body, ",\"error\":\"storing ticks fails: %s; retrying\"", strerror(-st.last_error));
+                buf_printf(&reply->body, ",\"error\":\"%s: %s; retrying\"",
+                           st.unopened ? "the database cannot be opened" : "storing ticks fails", strerror(-st.last_error));
         buf_puts(&reply->body, "}\n");
         snapshot_unref(snap);
 }
@@ -312,6 +315,10 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 web_reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
                 return;
         }
+        if (r == -EAGAIN) {
+                web_reply_error(reply, 503, "unavailable", "%s", STORAGE_UNAVAILABLE);
+                return;
+        }
         if (r < 0) {
                 web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
                 return;
@@ -374,6 +381,10 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         struct series_desc *list = NULL;
         size_t count = 0;
         int r = store_list_series(ctx->store, metric, matchers, n_matchers, &list, &count);
+        if (r == -EAGAIN) {
+                web_reply_error(reply, 503, "unavailable", "%s", STORAGE_UNAVAILABLE);
+                return;
+        }
         if (r < 0) {
                 web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
                 return;

@@ -108,7 +108,7 @@ stop
 # A database from a newer neurond is refused and left alone.
 sqlite3 "$db" "PRAGMA user_version = 99"
 "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$db" --backend model:trn1.2xlarge --web-root "$WEB_ROOT" >"$tmp/log" 2>&1
-[ $? = 1 ] || fail "a newer schema was not refused"
+[ $? = 2 ] || fail "a newer schema was not refused with the configuration-error status 2"
 grep -q "newer neurond" "$tmp/log" || fail "no clear error for a newer schema"
 [ "$(sqlite3 "$db" "PRAGMA user_version")" = 99 ] || fail "the newer database was changed"
 exit 0

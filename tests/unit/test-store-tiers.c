@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <math.h>
 #include <setjmp.h>
 #include <sqlite3.h>
@@ -555,6 +556,126 @@ static void store_append__values__kept_to_documented_precision(void **state) {
         store_close(s);
 }
 
+static void store_open__missing_directory__enoent(void **state) {
+        (void) state;
+        char path[128];
+        struct store *s = NULL;
+        path_of(path, sizeof(path), "missing/neurond.db");
+        assert_int_equal(store_open(path, &s), -ENOENT);
+        assert_null(s);
+}
+
+/* The database's directory is missing at first (standing in for a full or
+ * read-only file system: every open attempt fails), then appears. */
+static void store_open_deferred__database_appears__stores_held_ticks(void **state) {
+        (void) state;
+        char sub[128], path[160], body[512];
+        struct store *s = NULL;
+        struct store_stats st;
+        struct store_options o;
+        store_options_init(&o);
+        path_of(sub, sizeof(sub), "later");
+        snprintf(path, sizeof(path), "%s/neurond.db", sub);
+        assert_int_equal(store_open_deferred(path, &o, -ENOSPC, &s), 0);
+        assert_int_equal(store_register_series(s, series, N_SERIES), 0);
+        store_get_stats(s, &st);
+        assert_true(st.degraded && st.unopened);
+        assert_int_equal(st.last_error, -ENOSPC);
+        assert_int_equal(healthz(s, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "\"status\":\"degraded\""));
+        assert_non_null(strstr(body, "the database cannot be opened: No space left on device"));
+
+        for (int k = 0; k < 100; k++) {
+                int r = append_tick(s, 1000);
+                assert_true(r == -ENOSPC || r == -ENOENT);
+        }
+        store_get_stats(s, &st);
+        assert_true(st.degraded && st.unopened);
+        assert_int_equal(st.last_error, -ENOENT);
+        assert_true(st.write_errors > 0 && st.write_errors < 10); /* backed off */
+        assert_int_equal(st.ticks_dropped, 0);
+        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = T0, .end_ms = T0 + 100000, .step_ms = 1000 };
+        struct store_result *res = NULL;
+        assert_int_equal(store_query_range(s, &q, &res), -EAGAIN);
+        struct series_desc *list = NULL;
+        size_t n = 0;
+        assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), -EAGAIN);
+
+        assert_int_equal(mkdir(sub, 0700), 0);
+        int opened = -1;
+        for (int k = 0; k < 70 && opened < 0; k++)
+                if (append_tick(s, 1000) == 0)
+                        opened = k;
+        assert_true(opened >= 0); /* within the longest back-off */
+        store_get_stats(s, &st);
+        assert_false(st.degraded || st.unopened);
+        assert_int_equal(st.damaged_set_aside, 0);
+        assert_int_equal(append_tick(s, 1000), 0);
+        /* Every tick, those held before the database opened too. */
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+        assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), 0);
+        assert_int_equal(n, N_SERIES);
+        free(list);
+        store_close(s);
+        s = open_store("later/neurond.db", NULL);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+        store_close(s);
+}
+
+/* Closing tries the database once more, so held ticks are not lost when it
+ * came back since the last retry. */
+static void store_close__deferred__writes_held_ticks(void **state) {
+        (void) state;
+        char sub[128], path[160];
+        struct store *s = NULL;
+        struct store_options o;
+        store_options_init(&o);
+        path_of(sub, sizeof(sub), "later");
+        snprintf(path, sizeof(path), "%s/neurond.db", sub);
+        assert_int_equal(store_open_deferred(path, &o, -EROFS, &s), 0);
+        assert_int_equal(store_register_series(s, series, N_SERIES), 0);
+        for (int k = 0; k < 5; k++)
+                assert_int_equal(append_tick(s, 1000), -ENOENT);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        store_close(s);
+        s = open_store("later/neurond.db", NULL);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+        store_close(s);
+}
+
+/* When the database finally opens, it gets the start-up checks: a damaged
+ * file is set aside and a new one started. */
+static void store_open_deferred__damaged_file__set_aside_when_opened(void **state) {
+        (void) state;
+        char path[128], pattern[160];
+        struct store *s = NULL;
+        struct store_stats st;
+        struct store_options o;
+        store_options_init(&o);
+        path_of(path, sizeof(path), "junk.db");
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < 8192; i++)
+                fputc(i * 7 % 251, f);
+        fclose(f);
+        assert_int_equal(store_open_deferred(path, &o, -EIO, &s), 0);
+        assert_int_equal(store_register_series(s, series, N_SERIES), 0);
+        assert_int_equal(append_tick(s, 1000), 0); /* the first retry is at the first tick */
+        store_get_stats(s, &st);
+        assert_false(st.degraded || st.unopened);
+        assert_int_equal(st.damaged_set_aside, 1);
+        glob_t g;
+        snprintf(pattern, sizeof(pattern), "%s.damaged-*[0-9]", path); /* not -wal, -shm */
+        assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+        assert_int_equal(g.gl_pathc, 1);
+        globfree(&g);
+        check_query(s, 0, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+        store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(store_query_range__raw_tier__matches_naive, setup, teardown),
@@ -569,6 +690,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_list_series__lists_registered, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__values__kept_to_documented_precision, setup, teardown),
                 cmocka_unit_test_setup_teardown(healthz__store_cannot_write__degraded_then_ok, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__missing_directory__enoent, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_deferred__database_appears__stores_held_ticks, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_close__deferred__writes_held_ticks, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_deferred__damaged_file__set_aside_when_opened, setup, teardown),
         };
         return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);
 }
