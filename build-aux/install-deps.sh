@@ -16,7 +16,7 @@ else
   build_packages="$build_packages nodejs npm"
 fi
 test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
-  clang libclang-rt-14-dev mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
+  clang libclang-rt-14-dev clang-format mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
   chromium valgrind"
 
 packages=$build_packages

@@ -117,7 +117,9 @@ static const struct model_chip chip_trainium3 = {
 };
 
 /* Device counts, links and host sizes: HW 2 unless noted. Torus sizes:
- * 4x4 for 16 devices (HW 1 and 2: "4x4 torus", "2D torus"). */
+ * 4x4 for 16 devices (HW 1 and 2: "4x4 torus", "2D torus"). Laid out by
+ * hand, an instance to an entry: clang-format would give each field a line. */
+/* clang-format off */
 const struct model_instance model_catalog[] = {
         /* inf1-arch.rst: 1 device, no NeuronLink; 4 / 8 GiB and 8 / 16 GiB host. */
         { .name = "inf1.xlarge", .chip = &chip_inferentia, .devices = 1, .topology = TOPOLOGY_NONE,
@@ -169,6 +171,7 @@ const struct model_instance model_catalog[] = {
         { .name = "trn3-gen2-ultraserver", .chip = &chip_trainium3, .devices = 144, .topology = TOPOLOGY_SWITCH,
           .link_bandwidth = 2048 * GiB, .host_vcpus = 2304, .host_memory_bytes = 27648 * GiB_BYTES },
 };
+/* clang-format on */
 
 const size_t model_catalog_size = sizeof(model_catalog) / sizeof(model_catalog[0]);
 

@@ -450,7 +450,8 @@ static const struct {
 } routes[] = {
         { "/healthz", handle_healthz },
         { "/api/v1/devices", handle_devices },
-        { "/api/v1/devices/", handle_device }, /* a trailing '/' matches by prefix */
+        /* A trailing '/' matches by prefix. */
+        { "/api/v1/devices/", handle_device },
         { "/api/v1/latest", handle_latest },
         { "/api/v1/query_range", handle_query_range },
         { "/api/v1/series", handle_series },

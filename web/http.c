@@ -780,6 +780,8 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
                 { MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key },
                 { MHD_OPTION_END, 0, NULL },
         };
+        /* Laid out by hand, an option and its arguments to a line. */
+        /* clang-format off */
         srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
@@ -794,6 +796,7 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
                                      * it libmicrohttpd answers 414/431 itself. */
                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem + HTTP_MAX_URL_BYTES + 16384,
                                     MHD_OPTION_END);
+        /* clang-format on */
         if (!srv->mhd) {
                 int err = errno;
                 if (tls)
