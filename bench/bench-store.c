@@ -139,11 +139,14 @@ int main(int argc, char **argv) {
         int64_t file_bytes = db_int(path, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
 
         printf("%-52s %12s   %s\n", "figure", "measured", "goal");
-        printf("%-52s %12.3f   <= 2\n", "raw tier bytes/sample (chunks table pages)", (double) chunk_bytes / (double) samples);
-        printf("%-52s %12.3f   (all tiers, whole file)\n", "database bytes/sample", (double) file_bytes / (double) samples);
+        printf("%-52s %12.3f   <= 2\n", "raw tier bytes/sample (chunks table pages)",
+               (double) chunk_bytes / (double) samples);
+        printf("%-52s %12.3f   (all tiers, whole file)\n", "database bytes/sample",
+               (double) file_bytes / (double) samples);
         printf("%-52s %12.0f   >= 1000000\n", "ingest samples/s, one core (store_append CPU time)",
                (double) samples / store_cpu);
-        printf("%-52s %12.0f   (wall clock, shared disk)\n", "ingest samples/s, elapsed", (double) samples / store_wall);
+        printf("%-52s %12.0f   (wall clock, shared disk)\n", "ingest samples/s, elapsed",
+               (double) samples / store_wall);
         printf("%-52s %12.4f   < 0.2\n", "poll+store CPU % of one core at 1 s",
                (store_cpu + poll_cpu) / (double) day_s * 100.0);
 

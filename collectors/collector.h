@@ -27,16 +27,16 @@ struct series_desc {
 };
 
 struct device_info {
-        unsigned index;              /* neuron<N> */
-        char name[32];               /* sysfs device_name, e.g. "Trainium1" */
-        char arch[8];                /* sysfs arch_type of the device, e.g. "NDv2" */
-        char core_arch[8];           /* NeuronCore arch, e.g. "NCv2" */
-        unsigned core_count;         /* physical NeuronCores */
-        unsigned first_core;         /* host-wide index of the device's core 0 */
-        uint64_t memory_bytes;       /* HBM capacity; 0 when unknown */
-        char serial[24];             /* sysfs serial_number, or "" when unknown */
+        unsigned index;        /* neuron<N> */
+        char name[32];         /* sysfs device_name, e.g. "Trainium1" */
+        char arch[8];          /* sysfs arch_type of the device, e.g. "NDv2" */
+        char core_arch[8];     /* NeuronCore arch, e.g. "NCv2" */
+        unsigned core_count;   /* physical NeuronCores */
+        unsigned first_core;   /* host-wide index of the device's core 0 */
+        uint64_t memory_bytes; /* HBM capacity; 0 when unknown */
+        char serial[24];       /* sysfs serial_number, or "" when unknown */
         unsigned n_peers;
-        unsigned *peers;             /* device indexes this device links to */
+        unsigned *peers; /* device indexes this device links to */
 };
 
 struct inventory {

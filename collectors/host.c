@@ -17,8 +17,8 @@
 #define MEMINFO_MAX 16384
 
 const char *const host_cpu_state_names[HOST_CPU__COUNT] = {
-        [HOST_CPU_USER] = "user",     [HOST_CPU_NICE] = "nice", [HOST_CPU_SYSTEM] = "system",
-        [HOST_CPU_IDLE] = "idle",     [HOST_CPU_IOWAIT] = "io_wait", [HOST_CPU_IRQ] = "irq",
+        [HOST_CPU_USER] = "user",        [HOST_CPU_NICE] = "nice",      [HOST_CPU_SYSTEM] = "system",
+        [HOST_CPU_IDLE] = "idle",        [HOST_CPU_IOWAIT] = "io_wait", [HOST_CPU_IRQ] = "irq",
         [HOST_CPU_SOFTIRQ] = "soft_irq", [HOST_CPU_STEAL] = "steal",
 };
 

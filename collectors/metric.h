@@ -43,9 +43,9 @@ enum metric_id {
 };
 
 struct metric_desc {
-        const char *name;       /* exposition name; counters end in _total */
+        const char *name; /* exposition name; counters end in _total */
         const char *help;
-        const char *unit;       /* OpenMetrics unit ("bytes", "ratio") or NULL */
+        const char *unit; /* OpenMetrics unit ("bytes", "ratio") or NULL */
         enum metric_type type;
         const char *labels[METRIC_LABELS_MAX]; /* label names, unused slots NULL */
 };

@@ -24,17 +24,17 @@ static const struct model_chip chip_inferentia = {
         .core_arch = "NCv1",         /* HW 1 */
         .core_version = "NeuronCore-v1",
         .link_version = "NeuronLink-v1",
-        .pci_device_id = 0x7064,          /* HW 1: 0x7064-0x7067 */
-        .cores = 4,                       /* inf1, 001: four NeuronCore-v1 per chip */
-        .memory_bytes = 8 * GiB_BYTES,    /* inf1: 8 GiB DRAM per device; HW 1: DDR4 */
+        .pci_device_id = 0x7064,       /* HW 1: 0x7064-0x7067 */
+        .cores = 4,                    /* inf1, 001: four NeuronCore-v1 per chip */
+        .memory_bytes = 8 * GiB_BYTES, /* inf1: 8 GiB DRAM per device; HW 1: DDR4 */
         .memory_kind = "DDR4",
-        .memory_bandwidth = 50 * GiB,     /* inf1-arch.rst: 50 GiB/sec per device (inferentia.rst: 50 GB/sec) */
+        .memory_bandwidth = 50 * GiB, /* inf1-arch.rst: 50 GiB/sec per device (inferentia.rst: 50 GB/sec) */
         /* Not documented (HW 1). Every DMA reads or writes device memory,
          * so the model caps it at the memory bandwidth. */
         .dma_bandwidth = 50 * GiB,
-        .dma_engines = 12,                /* HW 1 (driver): 3 per core */
-        .link_bandwidth = 32 * GiB,       /* inf1-arch.rst: NeuronLink-v1 32 GiB/sec/device */
-        .fp16_tflops = 64,                /* inferentia.rst, HW 1 */
+        .dma_engines = 12,          /* HW 1 (driver): 3 per core */
+        .link_bandwidth = 32 * GiB, /* inf1-arch.rst: NeuronLink-v1 32 GiB/sec/device */
+        .fp16_tflops = 64,          /* inferentia.rst, HW 1 */
 };
 
 /* Inferentia2 (Inf2). */
@@ -45,15 +45,15 @@ static const struct model_chip chip_inferentia2 = {
         .core_arch = "NCv2",          /* HW 1 */
         .core_version = "NeuronCore-v2",
         .link_version = "NeuronLink-v2",
-        .pci_device_id = 0x7264,          /* HW 1 */
-        .cores = 2,                       /* inf2, 001 */
-        .memory_bytes = 32 * GiB_BYTES,   /* inf2: 32 GiB HBM */
+        .pci_device_id = 0x7264,        /* HW 1 */
+        .cores = 2,                     /* inf2, 001 */
+        .memory_bytes = 32 * GiB_BYTES, /* inf2: 32 GiB HBM */
         .memory_kind = "HBM",
-        .memory_bandwidth = 820 * GiB,    /* inf2: 820 GiB/sec */
-        .dma_bandwidth = 1e12,            /* inf2: 1 TB/sec */
-        .dma_engines = 34,                /* HW 1 (driver): 16 per core + 2 host */
-        .link_bandwidth = 192 * GiB,      /* HW 1: NeuronLink-v2, 192 GiB/s */
-        .fp16_tflops = 190,               /* inf2, 001 */
+        .memory_bandwidth = 820 * GiB, /* inf2: 820 GiB/sec */
+        .dma_bandwidth = 1e12,         /* inf2: 1 TB/sec */
+        .dma_engines = 34,             /* HW 1 (driver): 16 per core + 2 host */
+        .link_bandwidth = 192 * GiB,   /* HW 1: NeuronLink-v2, 192 GiB/s */
+        .fp16_tflops = 190,            /* inf2, 001 */
 };
 
 /* Trainium (Trn1). */
@@ -64,15 +64,15 @@ static const struct model_chip chip_trainium = {
         .core_arch = "NCv2",        /* HW 1 */
         .core_version = "NeuronCore-v2",
         .link_version = "NeuronLink-v2",
-        .pci_device_id = 0x7164,          /* HW 1 */
-        .cores = 2,                       /* 002: 2 x NeuronCore-v2 */
-        .memory_bytes = 32 * GiB_BYTES,   /* 002: 32 GiB */
+        .pci_device_id = 0x7164,        /* HW 1 */
+        .cores = 2,                     /* 002: 2 x NeuronCore-v2 */
+        .memory_bytes = 32 * GiB_BYTES, /* 002: 32 GiB */
         .memory_kind = "HBM",
-        .memory_bandwidth = 820 * GiB,    /* 002: 820 GiB/sec */
-        .dma_bandwidth = 1e12,            /* 002: 1 TB/sec */
-        .dma_engines = 34,                /* HW 1 (driver): 16 per core + 2 host */
-        .link_bandwidth = 384 * GiB,      /* HW 1: NeuronLink-v2, 384 GiB/s (trn1n: 768) */
-        .fp16_tflops = 190,               /* 002: 190 FP16/BF16 TFLOPS */
+        .memory_bandwidth = 820 * GiB, /* 002: 820 GiB/sec */
+        .dma_bandwidth = 1e12,         /* 002: 1 TB/sec */
+        .dma_engines = 34,             /* HW 1 (driver): 16 per core + 2 host */
+        .link_bandwidth = 384 * GiB,   /* HW 1: NeuronLink-v2, 384 GiB/s (trn1n: 768) */
+        .fp16_tflops = 190,            /* 002: 190 FP16/BF16 TFLOPS */
 };
 
 /* Trainium2 (Trn2). Physical cores: tools show 4 logical at LNC=2. */
@@ -83,15 +83,15 @@ static const struct model_chip chip_trainium2 = {
         .core_arch = "NCv3",        /* HW 1 */
         .core_version = "NeuronCore-v3",
         .link_version = "NeuronLink-v3",
-        .pci_device_id = 0x7364,          /* HW 1 */
-        .cores = 8,                       /* HW 1: 8 physical */
-        .memory_bytes = 96 * GiB_BYTES,   /* HW 1: 4 stacks of 24 GiB */
+        .pci_device_id = 0x7364,        /* HW 1 */
+        .cores = 8,                     /* HW 1: 8 physical */
+        .memory_bytes = 96 * GiB_BYTES, /* HW 1: 4 stacks of 24 GiB */
         .memory_kind = "HBM",
-        .memory_bandwidth = 2.9e12,       /* HW 1: 2.9 TB/s */
-        .dma_bandwidth = 3.5e12,          /* HW 1: 3.5 TB/s */
-        .dma_engines = 132,               /* HW 1 (driver): 128 + 4 host */
-        .link_bandwidth = 1024e9,         /* HW 1: 1,024 GB/s in-instance */
-        .fp16_tflops = 667,               /* HW 1: 667 BF16 */
+        .memory_bandwidth = 2.9e12, /* HW 1: 2.9 TB/s */
+        .dma_bandwidth = 3.5e12,    /* HW 1: 3.5 TB/s */
+        .dma_engines = 132,         /* HW 1 (driver): 128 + 4 host */
+        .link_bandwidth = 1024e9,   /* HW 1: 1,024 GB/s in-instance */
+        .fp16_tflops = 667,         /* HW 1: 667 BF16 */
 };
 
 /* Trainium3 (Trn3). */
@@ -102,18 +102,18 @@ static const struct model_chip chip_trainium3 = {
         .core_arch = "NCv4",        /* HW 1 */
         .core_version = "NeuronCore-v4",
         .link_version = "NeuronLink-v4",
-        .pci_device_id = 0x7564,          /* HW 1: 0x7564, 0x7565 */
-        .cores = 8,                       /* HW 1: 8 physical (LNC 1 or 2) */
-        .memory_bytes = 144 * GiB_BYTES,  /* 003: 20,736 GiB / 144 devices; HW 1: 4 stacks of 36 */
+        .pci_device_id = 0x7564,         /* HW 1: 0x7564, 0x7565 */
+        .cores = 8,                      /* HW 1: 8 physical (LNC 1 or 2) */
+        .memory_bytes = 144 * GiB_BYTES, /* 003: 20,736 GiB / 144 devices; HW 1: 4 stacks of 36 */
         .memory_kind = "HBM",
         /* 003: 705.6 TB/s / 144 = 4.9 TB/s (the NKI guide says 4.7; we
          * follow the seed so the UltraServer totals match 003). */
         .memory_bandwidth = 4.9e12,
-        .dma_bandwidth = 4.9e12,          /* HW 1: 4.9 TB/s */
-        .dma_engines = 128,               /* HW 1 (driver) */
-        .link_bandwidth = 2048 * GiB,     /* 003: NeuronLink-v4 2,048 GiB/sec/device */
-        .fp16_tflops = 671,               /* 003: 96,624 / 144 = 42,944 / 64 = 671 */
-        .mxfp8_tflops = 2517,             /* 003: 362,448 / 144 = 161,088 / 64 = 2,517 */
+        .dma_bandwidth = 4.9e12,      /* HW 1: 4.9 TB/s */
+        .dma_engines = 128,           /* HW 1 (driver) */
+        .link_bandwidth = 2048 * GiB, /* 003: NeuronLink-v4 2,048 GiB/sec/device */
+        .fp16_tflops = 671,           /* 003: 96,624 / 144 = 42,944 / 64 = 671 */
+        .mxfp8_tflops = 2517,         /* 003: 362,448 / 144 = 161,088 / 64 = 2,517 */
 };
 
 /* Device counts, links and host sizes: HW 2 unless noted. Torus sizes:

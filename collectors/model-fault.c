@@ -10,11 +10,8 @@
 #include "daemon/settings.h"
 
 static const char *const kind_names[FAULT__COUNT] = {
-        [FAULT_DEVICE_DOWN] = "device_down",
-        [FAULT_CORE_STUCK] = "core_stuck",
-        [FAULT_ECC] = "ecc",
-        [FAULT_LINK_DOWN] = "link_down",
-        [FAULT_EXEC_ERRORS] = "exec_errors",
+        [FAULT_DEVICE_DOWN] = "device_down", [FAULT_CORE_STUCK] = "core_stuck",   [FAULT_ECC] = "ecc",
+        [FAULT_LINK_DOWN] = "link_down",     [FAULT_EXEC_ERRORS] = "exec_errors",
 };
 
 /* The sysfs file names under stats/hardware/ (HARDWARE.md section 3). */
@@ -82,7 +79,8 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
         if (plus) {
                 *plus = '\0';
                 if (parse_duration(plus + 1, strlen(plus + 1), &f.duration_ms) < 0 || f.duration_ms <= 0) {
-                        snprintf(err, errlen, "fault '%s': duration '%s' is not a positive duration up to a year, such as 30s", text,
+                        snprintf(err, errlen,
+                                 "fault '%s': duration '%s' is not a positive duration up to a year, such as 30s", text,
                                  plus + 1);
                         return -EINVAL;
                 }
@@ -90,7 +88,8 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
         if (at) {
                 *at = '\0';
                 if (parse_duration(at + 1, strlen(at + 1), &f.start_ms) < 0) {
-                        snprintf(err, errlen, "fault '%s': start '%s' is not a duration up to a year, such as 10s", text, at + 1);
+                        snprintf(err, errlen, "fault '%s': start '%s' is not a duration up to a year, such as 10s",
+                                 text, at + 1);
                         return -EINVAL;
                 }
         }
@@ -109,9 +108,10 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                 if (strcmp(fields[0], kind_names[k]) == 0)
                         kind = k;
         if (kind < 0) {
-                snprintf(err, errlen,
-                         "fault '%s': unknown kind '%s' (expected device_down, core_stuck, ecc, link_down or exec_errors)",
-                         text, fields[0]);
+                snprintf(
+                        err, errlen,
+                        "fault '%s': unknown kind '%s' (expected device_down, core_stuck, ecc, link_down or exec_errors)",
+                        text, fields[0]);
                 return -EINVAL;
         }
         f.kind = (enum model_fault_kind) kind;
@@ -122,11 +122,11 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                 want_min = want_max = 3;
         if (n_fields < want_min || n_fields > want_max) {
                 snprintf(err, errlen, "fault '%s': %s takes %s", text, kind_names[kind],
-                         kind == FAULT_LINK_DOWN    ? "<device>:<peer device or switch>"
-                         : kind == FAULT_ECC        ? "<device>[:<event type>]"
+                         kind == FAULT_LINK_DOWN     ? "<device>:<peer device or switch>"
+                         : kind == FAULT_ECC         ? "<device>[:<event type>]"
                          : kind == FAULT_EXEC_ERRORS ? "<core>[:<errors per second>]"
-                         : kind == FAULT_CORE_STUCK ? "<core>"
-                                                    : "<device>");
+                         : kind == FAULT_CORE_STUCK  ? "<core>"
+                                                     : "<device>");
                 return -EINVAL;
         }
         if (parse_uint(fields[1], strlen(fields[1]), &f.target) < 0) {
@@ -136,7 +136,8 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
         switch (f.kind) {
         case FAULT_LINK_DOWN:
                 if (strcmp(fields[2], "switch") != 0 && parse_uint(fields[2], strlen(fields[2]), &f.peer) < 0) {
-                        snprintf(err, errlen, "fault '%s': peer '%s' is not a device index nor 'switch'", text, fields[2]);
+                        snprintf(err, errlen, "fault '%s': peer '%s' is not a device index nor 'switch'", text,
+                                 fields[2]);
                         return -EINVAL;
                 }
                 break;
@@ -162,7 +163,8 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                         errno = 0;
                         f.rate = strtod(fields[2], &end);
                         if (errno || end == fields[2] || *end || !(f.rate > 0 && f.rate <= 1e6)) {
-                                snprintf(err, errlen, "fault '%s': rate '%s' is not a number of errors per second in (0, 1000000]",
+                                snprintf(err, errlen,
+                                         "fault '%s': rate '%s' is not a number of errors per second in (0, 1000000]",
                                          text, fields[2]);
                                 return -EINVAL;
                         }

@@ -24,8 +24,8 @@ static const char *const dma_direction_names[DMA__COUNT] = {
 enum scenario { SCENARIO_IDLE, SCENARIO_STEADY, SCENARIO_TRAINING, SCENARIO_INFERENCE, SCENARIO_MOE, SCENARIO_MIXED };
 
 static const char *const scenario_names[] = {
-        [SCENARIO_IDLE] = "idle",         [SCENARIO_STEADY] = "steady", [SCENARIO_TRAINING] = "training",
-        [SCENARIO_INFERENCE] = "inference", [SCENARIO_MOE] = "moe",     [SCENARIO_MIXED] = "mixed",
+        [SCENARIO_IDLE] = "idle",           [SCENARIO_STEADY] = "steady", [SCENARIO_TRAINING] = "training",
+        [SCENARIO_INFERENCE] = "inference", [SCENARIO_MOE] = "moe",       [SCENARIO_MIXED] = "mixed",
 };
 #define SCENARIO__COUNT (sizeof(scenario_names) / sizeof(scenario_names[0]))
 
@@ -35,9 +35,9 @@ enum job { JOB_FREE, JOB_ALLOCATED_IDLE, JOB_STEADY, JOB_TRAINING, JOB_INFERENCE
 /* The driver's device-memory categories (HARDWARE.md section 3). */
 #define CATEGORIES 11
 static const char *const category_names[CATEGORIES] = {
-        "model_code",   "tensors",         "constants",      "model_shared_scratchpad", "runtime_memory",
-        "driver_memory", "collectives",    "nonshared_scratchpad", "notifications",     "dma_rings",
-        "uncategorized",
+        "model_code",     "tensors",       "constants",     "model_shared_scratchpad",
+        "runtime_memory", "driver_memory", "collectives",   "nonshared_scratchpad",
+        "notifications",  "dma_rings",     "uncategorized",
 };
 
 /* How each job's allocation splits into the categories, in thousandths;
@@ -70,27 +70,27 @@ struct model_link {
 
 /* Rates in force during one simulated second. */
 struct model_state {
-        int64_t second;    /* INT64_MIN when nothing is computed */
-        double *util;      /* [core] 0-1 */
-        double *mem;       /* [core] bytes, whole pages */
-        double *ok_rate;   /* [core] successful executions per second */
-        double *fail_rate; /* [core] failed executions per second */
-        double *hbm_rate;  /* [device * 2] read, write bytes per second */
-        double *dma_rate;  /* [device * DMA__COUNT] bytes per second */
-        double *power;     /* [device] 0-1, instantaneous */
-        double *ecc_rate;  /* [device * ECC__COUNT] events per second */
-        double *tx_rate;   /* [link] bytes per second */
-        double *rx_rate;   /* [link] bytes per second */
-        double *demand;    /* [device] NeuronLink demand 0-1 */
-        double *u_dev;     /* [device] mean utilization of its cores */
-        double *rx_dev;    /* [device] bytes per second received over NeuronLink */
-        double *host_in;   /* [device] host to device demand, bytes per second */
-        double *host_out;  /* [device] device to host demand, bytes per second */
-        double *group_sum; /* [device] switch traffic sent per group */
-        unsigned *group_n; /* [device] devices on the switch per group */
-        uint8_t *down;     /* [device] */
+        int64_t second;      /* INT64_MIN when nothing is computed */
+        double *util;        /* [core] 0-1 */
+        double *mem;         /* [core] bytes, whole pages */
+        double *ok_rate;     /* [core] successful executions per second */
+        double *fail_rate;   /* [core] failed executions per second */
+        double *hbm_rate;    /* [device * 2] read, write bytes per second */
+        double *dma_rate;    /* [device * DMA__COUNT] bytes per second */
+        double *power;       /* [device] 0-1, instantaneous */
+        double *ecc_rate;    /* [device * ECC__COUNT] events per second */
+        double *tx_rate;     /* [link] bytes per second */
+        double *rx_rate;     /* [link] bytes per second */
+        double *demand;      /* [device] NeuronLink demand 0-1 */
+        double *u_dev;       /* [device] mean utilization of its cores */
+        double *rx_dev;      /* [device] bytes per second received over NeuronLink */
+        double *host_in;     /* [device] host to device demand, bytes per second */
+        double *host_out;    /* [device] device to host demand, bytes per second */
+        double *group_sum;   /* [device] switch traffic sent per group */
+        unsigned *group_n;   /* [device] devices on the switch per group */
+        uint8_t *down;       /* [device] */
         uint8_t *off_switch; /* [device] port to the switch down */
-        uint8_t *stuck;    /* [core] */
+        uint8_t *stuck;      /* [core] */
 };
 
 struct model {
@@ -102,21 +102,21 @@ struct model {
         unsigned n_dev, n_cores, cores;
         size_t n_links;
         struct model_link *links;
-        uint8_t *job;      /* [core] */
-        unsigned *group;   /* [device] devices of one group exchange NeuronLink traffic */
-        double *phase;     /* [core] a fixed random phase in [0, 2 pi) */
-        double *weight;    /* [core] MoE expert popularity, 0.15-1 */
+        uint8_t *job;       /* [core] */
+        unsigned *group;    /* [device] devices of one group exchange NeuronLink traffic */
+        double *phase;      /* [core] a fixed random phase in [0, 2 pi) */
+        double *weight;     /* [core] MoE expert popularity, 0.15-1 */
         double *dev_weight; /* [device] mean weight of its cores */
         double link_budget; /* share of link capacity usable under the HBM limit, 0-1 */
         struct model_state st;
         /* Counters since the model started. */
-        double *exec_ok, *exec_fail;  /* [core] */
-        double *hbm_bytes;            /* [device * 2] */
-        double *dma_bytes;            /* [device * DMA__COUNT] */
-        double *ecc_events;           /* [device * ECC__COUNT] */
-        double *tx_bytes, *rx_bytes;  /* [link] */
-        double *power_avg;            /* [device] gauge, a one-minute moving average */
-        int64_t last_ms;              /* simulated time integrated so far; -1 before the first read */
+        double *exec_ok, *exec_fail; /* [core] */
+        double *hbm_bytes;           /* [device * 2] */
+        double *dma_bytes;           /* [device * DMA__COUNT] */
+        double *ecc_events;          /* [device * ECC__COUNT] */
+        double *tx_bytes, *rx_bytes; /* [link] */
+        double *power_avg;           /* [device] gauge, a one-minute moving average */
+        int64_t last_ms;             /* simulated time integrated so far; -1 before the first read */
         /* Faults: queued by any thread under lock, moved to active by read(). */
         pthread_mutex_t lock;
         struct model_fault pending[FAULTS_MAX];
@@ -124,7 +124,7 @@ struct model {
         bool clear_requested;
         struct model_fault_status active[FAULTS_MAX];
         size_t n_active;
-        int64_t fault_clock_ms;       /* the latest read's time, for listing; under lock */
+        int64_t fault_clock_ms; /* the latest read's time, for listing; under lock */
         /* Offsets of each family's first series in the inventory. */
         size_t off_util, off_core_mem, off_cat, off_ok, off_err;
         size_t off_up, off_dev_mem, off_dev_total, off_hbm, off_dma, off_power, off_ecc, off_tx, off_rx;
@@ -438,8 +438,9 @@ static void faults_update(struct model *m, int64_t now_ms) {
                         .fault = *f,
                         .start_ms = start,
                         /* At least the whole second: an instant ECC fault is one event. */
-                        .end_ms = f->duration_ms == MODEL_FAULT_FOREVER ? INT64_MAX
-                                  : start + (f->duration_ms > 1000 ? f->duration_ms : 1000),
+                        .end_ms = f->duration_ms == MODEL_FAULT_FOREVER
+                                          ? INT64_MAX
+                                          : start + (f->duration_ms > 1000 ? f->duration_ms : 1000),
                 };
         }
         m->n_pending = 0;
@@ -540,7 +541,8 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
                         out->valid[m->off_util + core] = out->valid[m->off_core_mem + core] = 1;
                         out->valid[m->off_ok + core] = out->valid[m->off_err + core] = 1;
                         if (m->categories) {
-                                split_categories(m, core, st->mem[core], &out->values[m->off_cat + (size_t) core * CATEGORIES]);
+                                split_categories(m, core, st->mem[core],
+                                                 &out->values[m->off_cat + (size_t) core * CATEGORIES]);
                                 memset(&out->valid[m->off_cat + (size_t) core * CATEGORIES], 1, CATEGORIES);
                         }
                 }
@@ -656,12 +658,10 @@ static void model_close(struct collector *c) {
         free(m->weight);
         free(m->dev_weight);
         struct model_state *st = &m->st;
-        double *arrays[] = { st->util,    st->mem,      st->ok_rate, st->fail_rate, st->hbm_rate,
-                             st->dma_rate, st->power,   st->ecc_rate, st->tx_rate,  st->rx_rate,
-                             st->demand,  st->u_dev,    st->rx_dev,   st->host_in,  st->host_out,
-                             st->group_sum, m->exec_ok,
-                             m->exec_fail, m->hbm_bytes, m->dma_bytes, m->ecc_events, m->tx_bytes,
-                             m->rx_bytes, m->power_avg };
+        double *arrays[] = { st->util,     st->mem,      st->ok_rate,   st->fail_rate, st->hbm_rate, st->dma_rate,
+                             st->power,    st->ecc_rate, st->tx_rate,   st->rx_rate,   st->demand,   st->u_dev,
+                             st->rx_dev,   st->host_in,  st->host_out,  st->group_sum, m->exec_ok,   m->exec_fail,
+                             m->hbm_bytes, m->dma_bytes, m->ecc_events, m->tx_bytes,   m->rx_bytes,  m->power_avg };
         for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
                 free(arrays[i]);
         free(st->group_n);
@@ -682,8 +682,9 @@ struct options {
 };
 
 static int parse_options(const struct collector_args *args, struct options *ret) {
-        struct options o = { .instance = model_catalog_find(DEFAULT_INSTANCE), .scenario = SCENARIO_STEADY,
-                             .seed = 1, .speed = 1 };
+        struct options o = {
+                .instance = model_catalog_find(DEFAULT_INSTANCE), .scenario = SCENARIO_STEADY, .seed = 1, .speed = 1
+        };
         char buf[1024];
 
         if (!args->options || !args->options[0])
@@ -718,14 +719,16 @@ static int parse_options(const struct collector_args *args, struct options *ret)
                 if (strcmp(tok, "seed") == 0) {
                         unsigned long long v = strtoull(val, &end, 10);
                         if (errno || end == val || *end || val[0] == '-') {
-                                snprintf(args->err, args->errlen, "model: seed '%s' is not a non-negative integer", val);
+                                snprintf(args->err, args->errlen, "model: seed '%s' is not a non-negative integer",
+                                         val);
                                 return -EINVAL;
                         }
                         o.seed = v;
                 } else if (strcmp(tok, "speed") == 0) {
                         double v = strtod(val, &end);
                         if (errno || end == val || *end || !(v >= 0.001 && v <= 1e6)) {
-                                snprintf(args->err, args->errlen, "model: speed '%s' is not a number in [0.001, 1000000]", val);
+                                snprintf(args->err, args->errlen,
+                                         "model: speed '%s' is not a number in [0.001, 1000000]", val);
                                 return -EINVAL;
                         }
                         o.speed = v;
@@ -734,15 +737,17 @@ static int parse_options(const struct collector_args *args, struct options *ret)
                         while (i < SCENARIO__COUNT && strcmp(val, scenario_names[i]) != 0)
                                 i++;
                         if (i == SCENARIO__COUNT) {
-                                snprintf(args->err, args->errlen,
-                                         "model: unknown scenario '%s' (expected idle, steady, training, inference, moe or mixed)",
-                                         val);
+                                snprintf(
+                                        args->err, args->errlen,
+                                        "model: unknown scenario '%s' (expected idle, steady, training, inference, moe or mixed)",
+                                        val);
                                 return -EINVAL;
                         }
                         o.scenario = (enum scenario) i;
                 } else if (strcmp(tok, "memory_categories") == 0) {
                         if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
-                                snprintf(args->err, args->errlen, "model: memory_categories '%s' is not on or off", val);
+                                snprintf(args->err, args->errlen, "model: memory_categories '%s' is not on or off",
+                                         val);
                                 return -EINVAL;
                         }
                         o.categories = strcmp(val, "on") == 0;
@@ -770,8 +775,9 @@ done:
 /* Which job each core runs and which devices work together. */
 static void assign_jobs(struct model *m) {
         static const uint8_t scenario_job[] = {
-                [SCENARIO_IDLE] = JOB_FREE,         [SCENARIO_STEADY] = JOB_STEADY, [SCENARIO_TRAINING] = JOB_TRAINING,
-                [SCENARIO_INFERENCE] = JOB_INFERENCE, [SCENARIO_MOE] = JOB_MOE,
+                [SCENARIO_IDLE] = JOB_FREE,         [SCENARIO_STEADY] = JOB_STEADY,
+                [SCENARIO_TRAINING] = JOB_TRAINING, [SCENARIO_INFERENCE] = JOB_INFERENCE,
+                [SCENARIO_MOE] = JOB_MOE,
         };
         unsigned n = m->n_dev;
 
@@ -786,10 +792,10 @@ static void assign_jobs(struct model *m) {
                  * last holds a model it does not run; any between train or
                  * stay free. */
                 for (unsigned c = 0; c < m->cores; c++)
-                        m->job[c] = c == 0 ? JOB_INFERENCE
+                        m->job[c] = c == 0              ? JOB_INFERENCE
                                     : c == m->cores - 1 ? JOB_ALLOCATED_IDLE
-                                    : c % 2 ? JOB_FREE
-                                            : JOB_TRAINING;
+                                    : c % 2             ? JOB_FREE
+                                                        : JOB_TRAINING;
                 return;
         }
         /* Half the devices train together, an eighth (at least one) hold
@@ -844,7 +850,9 @@ static int build_topology(struct model *m) {
         if (inst->topology == TOPOLOGY_SWITCH) {
                 /* One port per device: half the bandwidth each way. */
                 for (unsigned d = 0; d < m->n_dev; d++)
-                        m->links[d] = (struct model_link){ .from = d, .to = MODEL_PEER_SWITCH, .reverse = d,
+                        m->links[d] = (struct model_link){ .from = d,
+                                                           .to = MODEL_PEER_SWITCH,
+                                                           .reverse = d,
                                                            .cap = inst->link_bandwidth * m->link_budget / 2 };
                 return 0;
         }
@@ -862,7 +870,8 @@ static int build_topology(struct model *m) {
                         /* Both directions share the device's bandwidth. */
                         double cap = x ? inst->cross_link_bandwidth / (2.0 * cross)
                                        : inst->link_bandwidth / (2.0 * in_server);
-                        m->links[l++] = (struct model_link){ .from = d, .to = dev->peers[j], .cap = cap * m->link_budget };
+                        m->links[l++] =
+                                (struct model_link){ .from = d, .to = dev->peers[j], .cap = cap * m->link_budget };
                 }
         }
         /* Peers are few per device: finding each reverse link is linear per device. */
@@ -905,7 +914,8 @@ static int add_device_family(struct model *m, enum metric_id metric, const char 
         for (unsigned d = 0; d < m->n_dev; d++)
                 for (size_t i = 0; i < (n_extra ? n_extra : 1); i++) {
                         snprintf(dev, sizeof(dev), "%u", d);
-                        int r = inventory_add_series(&m->base.inv, metric, (const char *[]){ dev, n_extra ? extra[i] : NULL });
+                        int r = inventory_add_series(&m->base.inv, metric,
+                                                     (const char *[]){ dev, n_extra ? extra[i] : NULL });
                         if (r < 0)
                                 return r;
                 }
@@ -969,14 +979,33 @@ static int alloc_state(struct model *m) {
                 double **p;
                 size_t n;
         } arrays[] = {
-                { &st->util, nc },         { &st->mem, nc },          { &st->ok_rate, nc },  { &st->fail_rate, nc },
-                { &st->hbm_rate, nd * 2 }, { &st->dma_rate, nd * DMA__COUNT }, { &st->power, nd },
-                { &st->ecc_rate, nd * ECC__COUNT }, { &st->tx_rate, nl }, { &st->rx_rate, nl }, { &st->demand, nd },
-                { &st->u_dev, nd },        { &st->rx_dev, nd },
-                { &st->host_in, nd },      { &st->host_out, nd },     { &st->group_sum, nd }, { &m->exec_ok, nc },
-                { &m->exec_fail, nc },     { &m->hbm_bytes, nd * 2 }, { &m->dma_bytes, nd * DMA__COUNT },
-                { &m->ecc_events, nd * ECC__COUNT }, { &m->tx_bytes, nl }, { &m->rx_bytes, nl }, { &m->power_avg, nd },
-                { &m->phase, nc },         { &m->weight, nc },        { &m->dev_weight, nd },
+                { &st->util, nc },
+                { &st->mem, nc },
+                { &st->ok_rate, nc },
+                { &st->fail_rate, nc },
+                { &st->hbm_rate, nd * 2 },
+                { &st->dma_rate, nd * DMA__COUNT },
+                { &st->power, nd },
+                { &st->ecc_rate, nd * ECC__COUNT },
+                { &st->tx_rate, nl },
+                { &st->rx_rate, nl },
+                { &st->demand, nd },
+                { &st->u_dev, nd },
+                { &st->rx_dev, nd },
+                { &st->host_in, nd },
+                { &st->host_out, nd },
+                { &st->group_sum, nd },
+                { &m->exec_ok, nc },
+                { &m->exec_fail, nc },
+                { &m->hbm_bytes, nd * 2 },
+                { &m->dma_bytes, nd * DMA__COUNT },
+                { &m->ecc_events, nd * ECC__COUNT },
+                { &m->tx_bytes, nl },
+                { &m->rx_bytes, nl },
+                { &m->power_avg, nd },
+                { &m->phase, nc },
+                { &m->weight, nc },
+                { &m->dev_weight, nd },
         };
         for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
                 *arrays[i].p = calloc(arrays[i].n, sizeof(double));

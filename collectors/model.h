@@ -92,12 +92,12 @@ extern const char *const model_ecc_names[ECC__COUNT];
 
 struct model_fault {
         enum model_fault_kind kind;
-        unsigned target;        /* device or host-wide core index */
-        unsigned peer;          /* FAULT_LINK_DOWN: peer device or MODEL_PEER_SWITCH */
+        unsigned target; /* device or host-wide core index */
+        unsigned peer;   /* FAULT_LINK_DOWN: peer device or MODEL_PEER_SWITCH */
         enum model_ecc_type ecc;
-        double rate;            /* FAULT_EXEC_ERRORS: failures per second */
-        int64_t start_ms;       /* after the model's first read (spec) or after injection (admin) */
-        int64_t duration_ms;    /* MODEL_FAULT_FOREVER: until cleared; 0: one ECC event */
+        double rate;         /* FAULT_EXEC_ERRORS: failures per second */
+        int64_t start_ms;    /* after the model's first read (spec) or after injection (admin) */
+        int64_t duration_ms; /* MODEL_FAULT_FOREVER: until cleared; 0: one ECC event */
 };
 
 /* Parses "<kind>:<target>[:<arg>][@<start>][+<duration>]" (docs/metrics.md).

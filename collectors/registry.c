@@ -82,8 +82,9 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
                         if (r < 0 && err[0] == '\0')
                                 snprintf(err, errlen, "backend '%s': %s", registry[i]->name, strerror(-r));
                         if (r >= 0)
-                                snprintf((*ret)->inv.backend_reason, sizeof((*ret)->inv.backend_reason), "auto chose %s (%.120s)",
-                                         registry[i]->name, reason[0] ? reason : "first usable backend");
+                                snprintf((*ret)->inv.backend_reason, sizeof((*ret)->inv.backend_reason),
+                                         "auto chose %s (%.120s)", registry[i]->name,
+                                         reason[0] ? reason : "first usable backend");
                         return r;
                 }
                 snprintf(err, errlen, "no usable backend found (%s)", reason);
@@ -98,7 +99,8 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
                         snprintf(err, errlen, "backend '%s': %s", spec, strerror(-r));
                 return r;
         }
-        snprintf(err, errlen, "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>] or auto)", spec);
+        snprintf(err, errlen, "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>] or auto)",
+                 spec);
         return -EINVAL;
 }
 

@@ -10,9 +10,9 @@
 
 /* Driver order (aws-neuron-driver, neuron_sysfs_metrics.c). */
 const char *const sysfs_memory_categories[] = {
-        "model_code",           "tensors",       "constants", "model_shared_scratchpad", "runtime_memory",
-        "driver_memory",        "collectives",   "nonshared_scratchpad", "notifications", "dma_rings",
-        "uncategorized",
+        "model_code",     "tensors",       "constants",     "model_shared_scratchpad",
+        "runtime_memory", "driver_memory", "collectives",   "nonshared_scratchpad",
+        "notifications",  "dma_rings",     "uncategorized",
 };
 const size_t sysfs_n_memory_categories = sizeof(sysfs_memory_categories) / sizeof(sysfs_memory_categories[0]);
 
@@ -201,8 +201,7 @@ int sysfs_parse_pe_counters(const char *buf, size_t len, struct sysfs_pe_counter
                  * torn or truncated read. */
                 if (group != rows)
                         return -EINVAL;
-                if (add_u64(&sum.mm_active, mm) < 0 || add_u64(&sum.wl_active, wl) < 0 ||
-                    add_u64(&sum.idle, idle) < 0)
+                if (add_u64(&sum.mm_active, mm) < 0 || add_u64(&sum.wl_active, wl) < 0 || add_u64(&sum.idle, idle) < 0)
                         return -ERANGE;
                 rows++;
         }

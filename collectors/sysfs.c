@@ -29,10 +29,10 @@ enum source_kind {
 /* How to read one series; parallel to inventory.series. */
 struct source {
         enum source_kind kind;
-        unsigned dev;   /* position in inventory.devices */
-        char *path;     /* relative to the root; NULL for derived series */
-        bool counter;   /* a _total series: must not go backwards */
-        double last;    /* the counter's previous value, when has_last */
+        unsigned dev; /* position in inventory.devices */
+        char *path;   /* relative to the root; NULL for derived series */
+        bool counter; /* a _total series: must not go backwards */
+        double last;  /* the counter's previous value, when has_last */
         bool has_last;
         struct sysfs_pe_counters prev;
         bool has_prev;
@@ -43,9 +43,9 @@ struct sysfs {
         char *root;
         int root_fd;
         struct source *sources;
-        char **dev_paths;  /* per device, relative to the root */
-        uint8_t *dev_up;   /* per device, this tick */
-        double *dev_mem;   /* per device, this tick's sum */
+        char **dev_paths; /* per device, relative to the root */
+        uint8_t *dev_up;  /* per device, this tick */
+        double *dev_mem;  /* per device, this tick's sum */
         uint8_t *dev_mem_ok;
 };
 
@@ -102,8 +102,8 @@ static int list_numbered(int dir_fd, const char *path, const char *prefix, unsig
 }
 
 /* Appends a series and how to read it. */
-static int add(struct sysfs *s, enum metric_id metric, const char *const *labels, enum source_kind kind,
-               unsigned dev, const char *path) {
+static int add(struct sysfs *s, enum metric_id metric, const char *const *labels, enum source_kind kind, unsigned dev,
+               const char *path) {
         struct inventory *inv = &s->base.inv;
         size_t n = inv->n_series;
         /* inventory_add_series grows by doubling; follow the same sizes. */
@@ -114,7 +114,9 @@ static int add(struct sysfs *s, enum metric_id metric, const char *const *labels
                 s->sources = grown;
         }
         s->sources[n] = (struct source){
-                .kind = kind, .dev = dev, .counter = metric_table[metric].type == METRIC_COUNTER,
+                .kind = kind,
+                .dev = dev,
+                .counter = metric_table[metric].type == METRIC_COUNTER,
         };
         if (path) {
                 s->sources[n].path = strdup(path);
@@ -152,7 +154,8 @@ static int add_core(struct sysfs *s, unsigned pos, unsigned phys, unsigned host_
         snprintf(core, sizeof(core), "%u", host_core);
         const char *const labels[] = { dev, core };
 
-        r = add_if_exists(s, METRIC_CORE_UTILIZATION, labels, SOURCE_CORE_BUSY, pos, base, "stats/tensor_engine/pe_cntrs");
+        r = add_if_exists(s, METRIC_CORE_UTILIZATION, labels, SOURCE_CORE_BUSY, pos, base,
+                          "stats/tensor_engine/pe_cntrs");
         if (r < 0)
                 return r;
         size_t before = s->base.inv.n_series;
@@ -164,8 +167,8 @@ static int add_core(struct sysfs *s, unsigned pos, unsigned phys, unsigned host_
         for (size_t i = 0; i < sysfs_n_memory_categories; i++) {
                 snprintf(rel, sizeof(rel), "stats/memory_usage/device_mem/%s/total", sysfs_memory_categories[i]);
                 r = add_if_exists(s, METRIC_CORE_MEMORY_CATEGORY,
-                                  (const char *const[]){ dev, core, sysfs_memory_categories[i] }, SOURCE_U64, pos,
-                                  base, rel);
+                                  (const char *const[]){ dev, core, sysfs_memory_categories[i] }, SOURCE_U64, pos, base,
+                                  rel);
                 if (r < 0)
                         return r;
         }
@@ -342,8 +345,8 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
         for (unsigned d = 0; d < inv->n_devices; d++) {
                 r = add_device(s, d, idx[d], first_core);
                 if (r < 0) {
-                        snprintf(args->err, args->errlen, "sysfs: reading %s/%s/neuron%u: %s", root,
-                                 SYSFS_DEVICE_DIR, idx[d], strerror(-r));
+                        snprintf(args->err, args->errlen, "sysfs: reading %s/%s/neuron%u: %s", root, SYSFS_DEVICE_DIR,
+                                 idx[d], strerror(-r));
                         goto fail;
                 }
                 first_core += inv->devices[d].core_count;

@@ -18,8 +18,8 @@
 #include "daemon/log.h"
 
 static enum log_level log_max_level = LOG_LEVEL_INFO;
-static bool log_to_journal;     /* stderr is the journal's stream */
-static bool log_structured;     /* and journald's native socket is there */
+static bool log_to_journal; /* stderr is the journal's stream */
+static bool log_structured; /* and journald's native socket is there */
 
 /* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected;
  * comparing with stderr tells an inherited variable from a live one. */
@@ -67,8 +67,10 @@ static int log_journal(enum log_level level, const char *collector, const char *
 
 void log_msg(enum log_level level, const char *collector, const char *fmt, ...) {
         static const char *const names[] = {
-                [LOG_LEVEL_ERROR] = "error", [LOG_LEVEL_WARNING] = "warning",
-                [LOG_LEVEL_INFO] = "info", [LOG_LEVEL_DEBUG] = "debug",
+                [LOG_LEVEL_ERROR] = "error",
+                [LOG_LEVEL_WARNING] = "warning",
+                [LOG_LEVEL_INFO] = "info",
+                [LOG_LEVEL_DEBUG] = "debug",
         };
         char text[1024];
         va_list ap;

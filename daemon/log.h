@@ -17,8 +17,7 @@ void log_init(enum log_level max_level);
 void log_set_level(enum log_level max_level);
 
 /* collector: the collector the message is about, or NULL. */
-void log_msg(enum log_level level, const char *collector, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+void log_msg(enum log_level level, const char *collector, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, NULL, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_LEVEL_WARNING, NULL, __VA_ARGS__)

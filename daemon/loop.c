@@ -69,7 +69,8 @@ void loop_done(struct loop *l) {
 /* wall_ms, or the nearest whole number of intervals after the previous
  * stamp when that is within the tolerance. */
 static int64_t on_grid(const struct loop *l, int64_t wall_ms) {
-        int64_t tolerance = l->interval_ms / 100 < LOOP_GRID_TOLERANCE_MS ? l->interval_ms / 100 : LOOP_GRID_TOLERANCE_MS;
+        int64_t tolerance =
+                l->interval_ms / 100 < LOOP_GRID_TOLERANCE_MS ? l->interval_ms / 100 : LOOP_GRID_TOLERANCE_MS;
         int64_t elapsed = wall_ms - l->last_stamp_ms;
         int64_t intervals = (elapsed + l->interval_ms / 2) / l->interval_ms;
         int64_t grid = l->last_stamp_ms + intervals * l->interval_ms;
@@ -147,7 +148,8 @@ static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, struct sample_b
         st->retry_tick = l->tick + delay;
         /* Bounded complaints: on a new error, then after 2, 4, 8 ... failures. */
         if (r != st->error || (st->failures & (st->failures - 1)) == 0)
-                log_collector(LOG_LEVEL_WARNING, c->ops->name, "read failed (%llu in a row): %s%s%s; next try in %llu intervals",
+                log_collector(LOG_LEVEL_WARNING, c->ops->name,
+                              "read failed (%llu in a row): %s%s%s; next try in %llu intervals",
                               (unsigned long long) st->failures, strerror(-r), c->reason[0] ? "; " : "", c->reason,
                               (unsigned long long) delay);
         st->error = r;
@@ -199,9 +201,10 @@ int loop_tick(struct loop *l) {
                                   st.unopened ? " (no database open yet)" : "");
                 else if (l->store_unopened)
                         log_info("database opened; storing ticks%s",
-                                 st.damaged_set_aside ? " in a new file: the old one failed its integrity check and was "
-                                                        "kept as *.damaged-<unix time>"
-                                                      : "");
+                                 st.damaged_set_aside
+                                         ? " in a new file: the old one failed its integrity check and was "
+                                           "kept as *.damaged-<unix time>"
+                                         : "");
                 else
                         log_info("storing ticks works again");
                 l->store_error = r;
@@ -281,7 +284,8 @@ int loop_run(struct loop *l, int signal_fd) {
                         struct signalfd_siginfo si;
                         if (read(signal_fd, &si, sizeof(si)) == sizeof(si)) {
                                 if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-                                        log_info("received %s, stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+                                        log_info("received %s, stopping",
+                                                 si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
                                         goto out;
                                 }
                                 if (si.ssi_signo == SIGHUP) {
@@ -299,7 +303,8 @@ int loop_run(struct loop *l, int signal_fd) {
                         /* Missed expirations are skipped ticks: poll once, stay on the grid. */
                         if (expirations > 1) {
                                 l->overruns += expirations - 1;
-                                log_debug("tick overran: %llu intervals skipped", (unsigned long long) (expirations - 1));
+                                log_debug("tick overran: %llu intervals skipped",
+                                          (unsigned long long) (expirations - 1));
                         }
                         loop_tick(l);
                 }

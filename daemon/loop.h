@@ -34,30 +34,30 @@
 #define LOOP_GRID_TOLERANCE_MS 5
 
 struct loop_collector_state {
-        int error;              /* last read result, 0 after a success */
-        uint64_t failures;      /* consecutive failed reads */
-        uint64_t retry_tick;    /* the collector is not read before this tick */
+        int error;           /* last read result, 0 after a success */
+        uint64_t failures;   /* consecutive failed reads */
+        uint64_t retry_tick; /* the collector is not read before this tick */
 };
 
 struct loop {
         struct collector *const *collectors;
         size_t n_collectors;
-        size_t *offsets;             /* first series of each collector */
-        struct series_desc *series;  /* every collector's series, in order */
+        size_t *offsets;            /* first series of each collector */
+        struct series_desc *series; /* every collector's series, in order */
         size_t n_series;
         struct store *store;
         struct snapshot_slot *latest;
-        int64_t interval_ms;         /* simulated time between ticks */
+        int64_t interval_ms; /* simulated time between ticks */
         double time_scale;
         uint64_t tick;
         int64_t last_stamp_ms;
         int64_t wall_start_ms;
         int64_t mono_start_ns;
-        int64_t last_stamp_mono_ns;  /* CLOCK_MONOTONIC at the last stamp */
-        bool clock_held;             /* the wall clock stepped back; stamping from the monotonic clock */
-        uint64_t overruns;           /* intervals skipped because a tick ran late */
-        int store_error;             /* last store_append() result, logged on change */
-        bool store_unopened;         /* the store had no database at that result */
+        int64_t last_stamp_mono_ns; /* CLOCK_MONOTONIC at the last stamp */
+        bool clock_held;            /* the wall clock stepped back; stamping from the monotonic clock */
+        uint64_t overruns;          /* intervals skipped because a tick ran late */
+        int store_error;            /* last store_append() result, logged on change */
+        bool store_unopened;        /* the store had no database at that result */
         struct loop_collector_state state[SNAPSHOT_COLLECTORS_MAX];
         /* Called on SIGHUP from the loop's thread. It re-reads the
          * configuration and applies what can change at run time (it may set

@@ -35,8 +35,8 @@ static void list_instances(void) {
                 double gib = 1024.0 * 1024.0 * 1024.0;
                 printf("%-22s %-11s %-13s %7u %5u %9.0f %11.1f %9.0f %-14s %-13s %5u %9.0f\n", m->name, c->device_name,
                        c->core_version, m->devices, m->devices * c->cores,
-                       (double) m->devices * (double) c->memory_bytes / gib,
-                       m->devices * c->memory_bandwidth / 1e12, (m->link_bandwidth + m->cross_link_bandwidth) / 1e9,
+                       (double) m->devices * (double) c->memory_bytes / gib, m->devices * c->memory_bandwidth / 1e12,
+                       (m->link_bandwidth + m->cross_link_bandwidth) / 1e9,
                        m->link_bandwidth > 0 ? c->link_version : "-", model_topology_name(m), m->host_vcpus,
                        (double) m->host_memory_bytes / gib);
         }
@@ -211,8 +211,8 @@ int main(int argc, char **argv) {
         notify_status("Opening database %s", settings.db_path);
         r = store_open_or_set_aside(settings.db_path, &store_opt, &store, aside, sizeof(aside));
         if (r == 1) {
-                log_error("database %s failed its integrity check; kept it as %s and started a new one", settings.db_path,
-                          aside);
+                log_error("database %s failed its integrity check; kept it as %s and started a new one",
+                          settings.db_path, aside);
         } else if (store_error_is_transient(r)) {
                 /* Set aside, then the new file could not be made. */
                 if (aside[0])

@@ -238,7 +238,8 @@ static int settings_apply(struct settings *s, const char *key, const char *value
         if (strcmp(key, "listen") == 0) {
                 if (strlen(value) >= sizeof(s->listen) ||
                     settings_parse_listen(value, &s->listen_addr, &s->listen_addr_len) < 0) {
-                        snprintf(err, errlen, "listen: '%s' is not ADDR:PORT or [ADDR]:PORT with a numeric address", value);
+                        snprintf(err, errlen, "listen: '%s' is not ADDR:PORT or [ADDR]:PORT with a numeric address",
+                                 value);
                         return -EINVAL;
                 }
                 memcpy(s->listen, value, strlen(value) + 1);
@@ -434,19 +435,43 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
         while ((opt = getopt_long(argc, argv, ":l:d:b:i:c:w:hV", options, NULL)) != -1) {
                 const char *key = NULL;
                 switch (opt) {
-                case 'l': key = "listen"; break;
-                case 'd': key = "db"; break;
-                case 'b': key = "backend"; break;
-                case 'i': key = "interval"; break;
-                case 'w': key = "web_root"; break;
-                case OPT_LOG_LEVEL: key = "log_level"; break;
-                case OPT_ENABLE_ADMIN: key = "admin"; break;
-                case 'c': config_path = optarg; break;
-                case OPT_CHECK_CONFIG: action = SETTINGS_CHECK_CONFIG; break;
-                case OPT_LIST_INSTANCES: action = SETTINGS_LIST_INSTANCES; break;
-                case OPT_ALLOW_ROOT: allow_root = true; break;
-                case 'h': return SETTINGS_HELP;
-                case 'V': return SETTINGS_VERSION;
+                case 'l':
+                        key = "listen";
+                        break;
+                case 'd':
+                        key = "db";
+                        break;
+                case 'b':
+                        key = "backend";
+                        break;
+                case 'i':
+                        key = "interval";
+                        break;
+                case 'w':
+                        key = "web_root";
+                        break;
+                case OPT_LOG_LEVEL:
+                        key = "log_level";
+                        break;
+                case OPT_ENABLE_ADMIN:
+                        key = "admin";
+                        break;
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case OPT_CHECK_CONFIG:
+                        action = SETTINGS_CHECK_CONFIG;
+                        break;
+                case OPT_LIST_INSTANCES:
+                        action = SETTINGS_LIST_INSTANCES;
+                        break;
+                case OPT_ALLOW_ROOT:
+                        allow_root = true;
+                        break;
+                case 'h':
+                        return SETTINGS_HELP;
+                case 'V':
+                        return SETTINGS_VERSION;
                 case ':':
                         snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
                         return -EINVAL;

@@ -31,34 +31,34 @@ enum log_level {
 };
 
 struct settings {
-        char listen[80];                 /* as given, for messages */
+        char listen[80]; /* as given, for messages */
         struct sockaddr_storage listen_addr;
         socklen_t listen_addr_len;
         char db_path[PATH_MAX];
         char backend[256];
         int64_t interval_ms;
-        char config_path[PATH_MAX];      /* "" when no config file was read */
+        char config_path[PATH_MAX]; /* "" when no config file was read */
         char web_root[PATH_MAX];
         enum log_level log_level;
-        bool admin;                      /* serve /api/v1/admin/ to loopback clients */
+        bool admin; /* serve /api/v1/admin/ to loopback clients */
 
         /* HTTP security and limits (config file only); "" or 0 = off/default. */
-        char tls_cert[PATH_MAX];         /* PEM certificate chain; with tls_key, HTTPS */
+        char tls_cert[PATH_MAX]; /* PEM certificate chain; with tls_key, HTTPS */
         char tls_key[PATH_MAX];
         char basic_auth_users[PATH_MAX]; /* file of user:bcrypt-hash lines */
         char bearer_token_file[PATH_MAX];
-        bool healthz_open;               /* /healthz without credentials */
-        char cors_origin[256];           /* Access-Control-Allow-Origin value */
+        bool healthz_open;     /* /healthz without credentials */
+        char cors_origin[256]; /* Access-Control-Allow-Origin value */
         unsigned max_connections;
         unsigned connection_timeout_s;
         size_t max_header_bytes;
 
         /* Storage (config file only): age limits per tier and a size cap. */
-        int64_t retention_raw_ms;        /* retention_raw, default 48h */
-        int64_t retention_minute_ms;     /* retention_1m, default 30d */
-        int64_t retention_hour_ms;       /* retention_1h, default 365d */
-        uint64_t max_db_bytes;           /* max_db_size ("512M", "1G"; 0 no cap), default 1G */
-        bool allow_root;                 /* --allow-root: run even with euid 0 */
+        int64_t retention_raw_ms;    /* retention_raw, default 48h */
+        int64_t retention_minute_ms; /* retention_1m, default 30d */
+        int64_t retention_hour_ms;   /* retention_1h, default 365d */
+        uint64_t max_db_bytes;       /* max_db_size ("512M", "1G"; 0 no cap), default 1G */
+        bool allow_root;             /* --allow-root: run even with euid 0 */
 };
 
 /* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.

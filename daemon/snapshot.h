@@ -13,12 +13,12 @@
 #define SNAPSHOT_COLLECTORS_MAX 4
 
 struct snapshot {
-        int64_t timestamp_ms;      /* the tick's stamp, Unix milliseconds */
-        int64_t monotonic_ms;      /* CLOCK_MONOTONIC when the tick was taken */
-        uint64_t tick;             /* ticks since start, from 1 */
-        double poll_seconds;       /* wall time the collectors took */
-        uint64_t overruns;         /* intervals skipped since start because a tick ran late */
-        size_t n;                  /* series, parallel to the loop's inventory */
+        int64_t timestamp_ms; /* the tick's stamp, Unix milliseconds */
+        int64_t monotonic_ms; /* CLOCK_MONOTONIC when the tick was taken */
+        uint64_t tick;        /* ticks since start, from 1 */
+        double poll_seconds;  /* wall time the collectors took */
+        uint64_t overruns;    /* intervals skipped since start because a tick ran late */
+        size_t n;             /* series, parallel to the loop's inventory */
         double *values;
         uint8_t *valid;
         uint8_t collector_up[SNAPSHOT_COLLECTORS_MAX];

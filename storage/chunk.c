@@ -17,8 +17,8 @@
 enum chunk_mode {
         CHUNK_XOR = 1,
         CHUNK_INT = 2,
-        CHUNK_CONST = 3,     /* every value the same bits: stored once */
-        CHUNK_SPLIT = 4,     /* exponent when it changes, mantissa as is */
+        CHUNK_CONST = 3, /* every value the same bits: stored once */
+        CHUNK_SPLIT = 4, /* exponent when it changes, mantissa as is */
         CHUNK_MODE_MASK = 0x0f,
         CHUNK_REGULAR = 0x10, /* flag: equal intervals, stored once */
 };

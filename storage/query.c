@@ -151,7 +151,8 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                 int entries = sqlite3_column_int(st, 1) / STORE_RECENT_ENTRY;
                 if (entries == 0)
                         continue;
-                rc = blob ? sqlite3_blob_reopen(blob, ts) : sqlite3_blob_open(s->read_db, "main", "recent", "data", ts, 0, &blob);
+                rc = blob ? sqlite3_blob_reopen(blob, ts)
+                          : sqlite3_blob_open(s->read_db, "main", "recent", "data", ts, 0, &blob);
                 if (rc != SQLITE_OK) {
                         r = store_errno_from_sqlite(rc);
                         break;
@@ -305,7 +306,8 @@ static int load_series(struct store *s, int metric, const struct store_matcher *
         if (metric >= 0)
                 sqlite3_bind_text(st, 1, metric_table[metric].name, -1, SQLITE_STATIC);
         sqlite3_stmt *label = NULL;
-        r = store_errno_from_sqlite(sqlite3_prepare_v2(s->read_db, "SELECT json_extract(?1, '$.' || ?2)", -1, &label, NULL));
+        r = store_errno_from_sqlite(
+                sqlite3_prepare_v2(s->read_db, "SELECT json_extract(?1, '$.' || ?2)", -1, &label, NULL));
         while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int m = metric_lookup((const char *) sqlite3_column_text(st, 1));
                 if (m < 0)

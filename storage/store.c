@@ -17,35 +17,34 @@
  * one compressed chunk per series and span; the open chunk's ticks in
  * recent, one row per tick, so that every tick is durable at once; rollup
  * rows a person can read; meta for the rollup watermark. */
-static const char schema_sql[] =
-        "CREATE TABLE IF NOT EXISTS series ("
-        "  id INTEGER PRIMARY KEY,"
-        "  metric TEXT NOT NULL,"
-        "  labels TEXT NOT NULL,"
-        "  UNIQUE (metric, labels));"
-        "CREATE TABLE IF NOT EXISTS chunks ("
-        "  series_id INTEGER NOT NULL,"
-        "  start_ts INTEGER NOT NULL,"
-        "  end_ts INTEGER NOT NULL,"
-        "  count INTEGER NOT NULL,"
-        "  data BLOB NOT NULL,"
-        "  UNIQUE (series_id, start_ts));"
-        "CREATE TABLE IF NOT EXISTS recent ("
-        "  ts INTEGER PRIMARY KEY,"
-        "  data BLOB NOT NULL);"
-        "CREATE TABLE IF NOT EXISTS rollup_1m ("
-        "  series_id INTEGER NOT NULL,"
-        "  ts INTEGER NOT NULL,"
-        "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
-        "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
-        "CREATE TABLE IF NOT EXISTS rollup_1h ("
-        "  series_id INTEGER NOT NULL,"
-        "  ts INTEGER NOT NULL,"
-        "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
-        "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
-        "CREATE TABLE IF NOT EXISTS meta ("
-        "  key TEXT PRIMARY KEY,"
-        "  value INTEGER NOT NULL);";
+static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
+                                 "  id INTEGER PRIMARY KEY,"
+                                 "  metric TEXT NOT NULL,"
+                                 "  labels TEXT NOT NULL,"
+                                 "  UNIQUE (metric, labels));"
+                                 "CREATE TABLE IF NOT EXISTS chunks ("
+                                 "  series_id INTEGER NOT NULL,"
+                                 "  start_ts INTEGER NOT NULL,"
+                                 "  end_ts INTEGER NOT NULL,"
+                                 "  count INTEGER NOT NULL,"
+                                 "  data BLOB NOT NULL,"
+                                 "  UNIQUE (series_id, start_ts));"
+                                 "CREATE TABLE IF NOT EXISTS recent ("
+                                 "  ts INTEGER PRIMARY KEY,"
+                                 "  data BLOB NOT NULL);"
+                                 "CREATE TABLE IF NOT EXISTS rollup_1m ("
+                                 "  series_id INTEGER NOT NULL,"
+                                 "  ts INTEGER NOT NULL,"
+                                 "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
+                                 "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
+                                 "CREATE TABLE IF NOT EXISTS rollup_1h ("
+                                 "  series_id INTEGER NOT NULL,"
+                                 "  ts INTEGER NOT NULL,"
+                                 "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
+                                 "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
+                                 "CREATE TABLE IF NOT EXISTS meta ("
+                                 "  key TEXT PRIMARY KEY,"
+                                 "  value INTEGER NOT NULL);";
 
 /* Samples per chunk at most, and ticks kept in memory at most while the
  * database cannot be written. */
@@ -175,8 +174,7 @@ static int rollup_write(sqlite3_stmt *st, int64_t series_id, int64_t ts, const s
 }
 
 /* Adds samples (ts ascending) of one series to the 1 min and 1 h rollups. */
-static int rollup_samples(sqlite3_stmt *const *merge, int64_t series_id, const int64_t *ts, const double *v,
-                          size_t n) {
+static int rollup_samples(sqlite3_stmt *const *merge, int64_t series_id, const int64_t *ts, const double *v, size_t n) {
         static const int64_t res[2] = { STORE_MINUTE_MS, STORE_HOUR_MS };
         for (int tier = 0; tier < 2; tier++) {
                 struct rollup_cell cell = { 0 };
@@ -203,8 +201,8 @@ static int rollup_samples(sqlite3_stmt *const *merge, int64_t series_id, const i
 
 /* Writes samples (ts ascending) of one series as chunks, split at chunk
  * span boundaries and at CHUNK_TICKS_MAX samples. */
-static int chunk_samples(struct store *s, sqlite3_stmt *insert, int64_t series_id, const int64_t *ts,
-                         const double *v, size_t n) {
+static int chunk_samples(struct store *s, sqlite3_stmt *insert, int64_t series_id, const int64_t *ts, const double *v,
+                         size_t n) {
         size_t at = 0;
         while (at < n) {
                 size_t end = at + 1;
@@ -257,8 +255,10 @@ static double get_double(const uint8_t *p) {
 }
 
 static int prepare_writers(struct store *s, sqlite3_stmt **insert, sqlite3_stmt *merge[2]) {
-        int r = prepare(s->db, "INSERT OR REPLACE INTO chunks(series_id, start_ts, end_ts, count, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-                        insert);
+        int r = prepare(
+                s->db,
+                "INSERT OR REPLACE INTO chunks(series_id, start_ts, end_ts, count, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+                insert);
         if (r == 0)
                 r = prepare(s->db, rollup_merge_sql[0], &merge[0]);
         if (r == 0)
@@ -278,7 +278,8 @@ static int close_out_recent(struct store *s) {
         int r, rc;
 
         /* Samples older than the watermark are in the rollups already. */
-        r = query_int(s->db, "SELECT coalesce((SELECT value FROM meta WHERE key = 'rolled_ms'), -9223372036854775807 - 1)",
+        r = query_int(s->db,
+                      "SELECT coalesce((SELECT value FROM meta WHERE key = 'rolled_ms'), -9223372036854775807 - 1)",
                       &rolled);
         if (r < 0)
                 return r;
@@ -619,8 +620,7 @@ int store_open_deferred(const char *path, const struct store_options *o, int err
         return 0;
 }
 
-static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids,
-                        uint32_t *by_id);
+static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids, uint32_t *by_id);
 
 /* Opens the database of a deferred store, as store_open_or_set_aside()
  * does, and enters the registered series. */
@@ -702,8 +702,7 @@ static int by_id_cmp(const void *a, const void *b) {
 
 /* Enters series[0..n) into the series table (one transaction), writing
  * their ids to ids and their order by id to by_id. */
-static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids,
-                        uint32_t *by_id) {
+static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids, uint32_t *by_id) {
         int r = exec(s->db, "BEGIN");
         for (size_t i = 0; i < n && r == 0; i++) {
                 r = series_upsert(s, &series[i], &ids[i]);
@@ -813,7 +812,8 @@ static size_t gather(const struct store *s, size_t i, size_t from, size_t to, in
 
 static int64_t used_bytes(struct store *s) {
         int64_t pages = 0, free_pages = 0, page_size = 0;
-        if (query_int(s->db, "PRAGMA page_count", &pages) < 0 || query_int(s->db, "PRAGMA freelist_count", &free_pages) < 0 ||
+        if (query_int(s->db, "PRAGMA page_count", &pages) < 0 ||
+            query_int(s->db, "PRAGMA freelist_count", &free_pages) < 0 ||
             query_int(s->db, "PRAGMA page_size", &page_size) < 0)
                 return 0;
         return (pages - free_pages) * page_size;
@@ -1093,6 +1093,7 @@ int store_set_page_limit(struct store *s, int64_t max_pages) {
         char sql[64];
         if (!s->db)
                 return -EAGAIN;
-        snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld", (long long) (max_pages > 0 ? max_pages : 4294967294LL));
+        snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld",
+                 (long long) (max_pages > 0 ? max_pages : 4294967294LL));
         return exec(s->db, sql);
 }

@@ -89,14 +89,14 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
 bool store_rollup_due(const struct store *s, int64_t timestamp_ms);
 
 struct store_stats {
-        bool degraded;            /* the latest write attempt failed */
-        bool unopened;            /* no database open yet (store_open_deferred()) */
-        int last_error;           /* its negative errno, or 0 */
-        uint64_t write_errors;    /* failed write attempts since open */
-        uint64_t ticks_dropped;   /* ticks lost because memory filled while degraded */
-        int64_t newest_ms;        /* newest tick stored or buffered, 0 when none */
-        unsigned damaged_set_aside; /* 1 when open found the file damaged */
-        int64_t used_bytes;       /* pages in use, as of the latest chunk flush; 0 before it */
+        bool degraded;                /* the latest write attempt failed */
+        bool unopened;                /* no database open yet (store_open_deferred()) */
+        int last_error;               /* its negative errno, or 0 */
+        uint64_t write_errors;        /* failed write attempts since open */
+        uint64_t ticks_dropped;       /* ticks lost because memory filled while degraded */
+        int64_t newest_ms;            /* newest tick stored or buffered, 0 when none */
+        unsigned damaged_set_aside;   /* 1 when open found the file damaged */
+        int64_t used_bytes;           /* pages in use, as of the latest chunk flush; 0 before it */
         struct store_options options; /* retention and size cap in force */
 };
 
@@ -124,7 +124,7 @@ struct store_query {
         enum metric_id metric;
         int64_t start_ms, end_ms, step_ms; /* start <= end, step > 0 */
         enum store_agg agg;
-        bool rate;         /* per-second rate of a counter, resets handled, before agg */
+        bool rate; /* per-second rate of a counter, resets handled, before agg */
         size_t n_matchers;
         struct store_matcher matchers[STORE_MATCHERS_MAX]; /* label equality, all must hold */
 };

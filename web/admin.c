@@ -135,7 +135,8 @@ void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
          * do not. Refusing it keeps a web page from injecting faults. */
         if (!reads && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin")) {
                 log_warning("admin: refused %s %.100s from %s carrying an Origin header", method, url, client);
-                web_reply_error(reply, 403, "forbidden", "the admin endpoint refuses requests from web pages (Origin header)");
+                web_reply_error(reply, 403, "forbidden",
+                                "the admin endpoint refuses requests from web pages (Origin header)");
                 return;
         }
         if (reads) {

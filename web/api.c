@@ -83,12 +83,16 @@ static void handle_healthz(const struct web_context *ctx, const struct param *pa
          * the store cannot write. */
         reply->status = fresh ? 200 : 503;
         buf_printf(&reply->body, "{\"status\":\"%s\",\"last_tick_age_seconds\":%.3f,\"tick\":%llu",
-                   !fresh ? "stalled" : st.degraded ? "degraded" : "ok", age_ms / 1000.0, (unsigned long long) snap->tick);
+                   !fresh        ? "stalled"
+                   : st.degraded ? "degraded"
+                                 : "ok",
+                   age_ms / 1000.0, (unsigned long long) snap->tick);
         if (!fresh)
                 buf_puts(&reply->body, ",\"error\":\"the poll loop has not completed a tick recently\"");
         else if (st.degraded)
                 buf_printf(&reply->body, ",\"error\":\"%s: %s; retrying\"",
-                           st.unopened ? "the database cannot be opened" : "storing ticks fails", strerror(-st.last_error));
+                           st.unopened ? "the database cannot be opened" : "storing ticks fails",
+                           strerror(-st.last_error));
         buf_puts(&reply->body, "}\n");
         snapshot_unref(snap);
 }
@@ -235,7 +239,8 @@ static void handle_latest(const struct web_context *ctx, const struct param *par
         for (size_t i = 0; i < n; i++) {
                 for (size_t j = 0; j < i; j++)
                         if (strcmp(params[i].key, params[j].key) == 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
+                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once",
+                                                params[i].key);
                                 return;
                         }
                 if (strcmp(params[i].key, "metric") == 0) {
@@ -355,7 +360,8 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         for (size_t i = 0; i < n; i++) {
                 for (size_t j = 0; j < i; j++)
                         if (strcmp(params[i].key, params[j].key) == 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
+                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once",
+                                                params[i].key);
                                 return;
                         }
                 if (strcmp(params[i].key, "metric") == 0) {
@@ -415,7 +421,8 @@ static void handle_status(const struct web_context *ctx, const struct param *par
         json_string(b, ctx->self.backend);
         buf_puts(b, ",\"instance_type\":");
         json_string(b, ctx->self.instance_type);
-        buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":", (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / 1000.0);
+        buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":",
+                   (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / 1000.0);
         buf_double(b, ctx->time_scale);
         buf_printf(b, ",\"series\":%zu,\"started\":", ctx->n_series);
         json_time(b, ctx->started_ms);
@@ -431,7 +438,8 @@ static void handle_status(const struct web_context *ctx, const struct param *par
                    "{\"raw\":%lld,\"1m\":%lld,\"1h\":%lld}}",
                    (long long) st.used_bytes, (unsigned long long) st.options.size_cap_bytes,
                    st.degraded ? "true" : "false", (long long) (st.options.raw_retention_ms / 1000),
-                   (long long) (st.options.minute_retention_ms / 1000), (long long) (st.options.hour_retention_ms / 1000));
+                   (long long) (st.options.minute_retention_ms / 1000),
+                   (long long) (st.options.hour_retention_ms / 1000));
         buf_puts(b, ",\"collectors\":[");
         for (size_t i = 0; i < ctx->self.n_collectors; i++) {
                 buf_puts(b, i ? ",{\"name\":" : "{\"name\":");

@@ -11,8 +11,8 @@
 
 struct auth_user {
         char name[128];
-        char hash[128];       /* bcrypt, from the file */
-        char cached[128];     /* fast crypt of the last good password, or "" */
+        char hash[128];   /* bcrypt, from the file */
+        char cached[128]; /* fast crypt of the last good password, or "" */
 };
 
 struct auth {
@@ -23,7 +23,7 @@ struct auth {
         /* sha256crypt with few rounds: cheap, but salted with a secret chosen
          * at start, so memory holds no reusable password equivalent. */
         char cache_setting[64];
-        pthread_mutex_t lock;  /* guards users[].cached */
+        pthread_mutex_t lock; /* guards users[].cached */
         /* Held while a bcrypt runs: at most one HTTP thread hashes at a time,
          * so a stream of wrong passwords cannot occupy every thread. */
         pthread_mutex_t slow_lock;

@@ -12,24 +12,25 @@ const char *const expo_http_codes[EXPO_HTTP_CODES] = {
 
 struct expo_family {
         enum metric_id metric;
-        size_t first, count;  /* a range of expo.order */
-        char *header[2];      /* HELP/TYPE(/UNIT) lines per accept_format */
+        size_t first, count; /* a range of expo.order */
+        char *header[2];     /* HELP/TYPE(/UNIT) lines per accept_format */
         size_t header_len[2];
 };
 
 struct expo {
         size_t n_series;
-        size_t *order;         /* series indexes grouped by family */
-        char **prefixes;       /* per series: `name{labels} ` */
+        size_t *order;   /* series indexes grouped by family */
+        char **prefixes; /* per series: `name{labels} ` */
         size_t *prefix_lens;
-        size_t prefix_total;   /* sum of prefix_lens, to reserve the output once */
-        size_t header_total;   /* sum of the longer header of each family */
+        size_t prefix_total; /* sum of prefix_lens, to reserve the output once */
+        size_t header_total; /* sum of the longer header of each family */
         size_t n_families;
         struct expo_family families[METRIC__COUNT];
 };
 
 size_t expo_http_code_index(unsigned status) {
-        char text[4] = { (char) ('0' + status / 100 % 10), (char) ('0' + status / 10 % 10), (char) ('0' + status % 10), 0 };
+        char text[4] = { (char) ('0' + status / 100 % 10), (char) ('0' + status / 10 % 10), (char) ('0' + status % 10),
+                         0 };
         for (size_t i = 0; status >= 100 && status <= 999 && i < EXPO_HTTP_CODES - 1; i++)
                 if (memcmp(expo_http_codes[i], text, 4) == 0)
                         return i;
@@ -259,8 +260,7 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
 }
 
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,
-                        struct buf *out) {
+void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out) {
         int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
 
         if (!snap || snap->n != e->n_series)

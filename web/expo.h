@@ -42,7 +42,7 @@ struct expo_self {
         const atomic_uint_fast64_t *samples_stored;
         const atomic_uint_fast64_t *store_errors;
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
-        struct store *store;                /* its write health, or NULL */
+        struct store *store;                       /* its write health, or NULL */
 };
 
 int expo_new(const struct series_desc *series, size_t n, struct expo **ret);
@@ -59,8 +59,7 @@ void expo_render(const struct expo *e, const struct snapshot *snap, const struct
  * snapshot (so a server may render them once per tick and reuse them),
  * and neurond's own metrics plus the OpenMetrics "# EOF", which change with
  * every request. */
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,
-                        struct buf *out);
+void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out);
 void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
                       struct buf *out);
 

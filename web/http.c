@@ -25,8 +25,9 @@
 #define PEM_MAX (64 * 1024)
 #define GZIP_MIN_BYTES 1024 /* below this, compressing saves nothing worth the time */
 
-#define CSP "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " \
-            "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+#define CSP                                                                                                            \
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "          \
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 /* The series half of /metrics, rendered once per tick, format and
  * encoding, and shared by every scrape of that tick. */
@@ -100,7 +101,8 @@ static int gzip_buf(const struct buf *in, struct buf *out) {
         bool small = in->len < 8192;
         int r = 0;
 
-        if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, (small ? 10 : 15) + 16, small ? 2 : 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, (small ? 10 : 15) + 16, small ? 2 : 8, Z_DEFAULT_STRATEGY) !=
+            Z_OK)
                 return -ENOMEM;
         uLong bound = deflateBound(&zs, (uLong) in->len) + 32;
         if (!buf_reserve(out, bound)) {
@@ -121,8 +123,7 @@ out:
         return r;
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct web_context *ctx,
-                                  struct web_reply *reply) {
+static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
         if (reply->body.failed) {
                 buf_free(&reply->body);
                 web_reply_error(reply, 500, "internal", "out of memory");
@@ -139,8 +140,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct web_
                         buf_free(&z);
                 }
         }
-        struct MHD_Response *resp = MHD_create_response_from_buffer(reply->body.len, reply->body.data,
-                                                                    MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *resp =
+                MHD_create_response_from_buffer(reply->body.len, reply->body.data, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 buf_free(&reply->body);
                 return MHD_NO;
@@ -424,8 +425,8 @@ static bool authorized(struct MHD_Connection *conn, const struct web_context *ct
 static enum MHD_Result send_unauthorized(struct MHD_Connection *conn, const struct web_context *ctx) {
         struct web_reply reply = { 0 };
         web_reply_error(&reply, 401, "unauthorized", "authentication required");
-        struct MHD_Response *resp = MHD_create_response_from_buffer(reply.body.len, reply.body.data,
-                                                                    MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *resp =
+                MHD_create_response_from_buffer(reply.body.len, reply.body.data, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 buf_free(&reply.body);
                 return MHD_NO;
@@ -478,7 +479,8 @@ static bool refuse_malformed(const char *url, const struct param *params, size_t
         }
         for (size_t i = 0; i < n; i++)
                 if (!utf8_valid(params[i].key) || !utf8_valid(params[i].value)) {
-                        web_reply_error(reply, 400, "bad_data", "a query parameter is not valid UTF-8 once percent-decoded");
+                        web_reply_error(reply, 400, "bad_data",
+                                        "a query parameter is not valid UTF-8 once percent-decoded");
                         return true;
                 }
         return false;
@@ -495,10 +497,10 @@ static bool refuse_malformed(const char *url, const struct param *params, size_t
  * A head laid out otherwise (strings outside it, out of order) is not
  * judged. */
 struct head_walk {
-        uintptr_t end;        /* the head runs from the method to here, past the blank line */
-        const char *at;       /* how far the walk got */
-        bool judged;          /* every string lay inside the head, in order */
-        bool hidden;          /* bytes other than separators lie between two */
+        uintptr_t end;  /* the head runs from the method to here, past the blank line */
+        const char *at; /* how far the walk got */
+        bool judged;    /* every string lay inside the head, in order */
+        bool hidden;    /* bytes other than separators lie between two */
 };
 
 /* Walks from the end of the last string to next, the start of the next
@@ -554,7 +556,9 @@ static bool head_has_nul(struct MHD_Connection *conn, const char *method, const 
         if (!info || !uri_end)
                 return false;
         struct head_walk w = {
-                .end = (uintptr_t) method + info->header_size, .at = method, .judged = true,
+                .end = (uintptr_t) method + info->header_size,
+                .at = method,
+                .judged = true,
         };
         head_string(&w, method + strlen(method));
         head_gap(&w, url, " ", false, SIZE_MAX); /* a space, then any more spaces */

@@ -25,27 +25,27 @@
 
 struct web_context {
         const char *web_root;
-        const struct inventory *inv;       /* devices of the accelerator backend */
-        const struct series_desc *series;  /* every series, parallel to snapshots */
+        const struct inventory *inv;      /* devices of the accelerator backend */
+        const struct series_desc *series; /* every series, parallel to snapshots */
         size_t n_series;
         const struct expo *expo;
         struct expo_self self;
         struct snapshot_slot *latest;
         struct store *store;
-        int64_t interval_ms;               /* simulated time between ticks */
-        double time_scale;                 /* simulated seconds per wall second */
-        int64_t started_ms;                /* Unix ms when the daemon started */
-        struct collector *admin;           /* the backend web/admin.c pokes; NULL when admin is off */
+        int64_t interval_ms;     /* simulated time between ticks */
+        double time_scale;       /* simulated seconds per wall second */
+        int64_t started_ms;      /* Unix ms when the daemon started */
+        struct collector *admin; /* the backend web/admin.c pokes; NULL when admin is off */
 
         /* Security and limits. Numbers left at 0 take the defaults above. */
-        const char *tls_cert_file;         /* PEM; with tls_key_file, serve HTTPS */
+        const char *tls_cert_file; /* PEM; with tls_key_file, serve HTTPS */
         const char *tls_key_file;
-        struct auth *auth;                 /* NULL: no authentication */
-        bool healthz_open;                 /* /healthz answers without credentials */
-        const char *cors_origin;           /* Access-Control-Allow-Origin, NULL or "" for off */
+        struct auth *auth;       /* NULL: no authentication */
+        bool healthz_open;       /* /healthz answers without credentials */
+        const char *cors_origin; /* Access-Control-Allow-Origin, NULL or "" for off */
         unsigned max_connections;
-        unsigned connection_timeout_s;     /* idle time before a connection is closed */
-        size_t max_header_bytes;           /* request headers; past it 431 */
+        unsigned connection_timeout_s;       /* idle time before a connection is closed */
+        size_t max_header_bytes;             /* request headers; past it 431 */
         atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES counters, or NULL */
 };
 

@@ -84,8 +84,9 @@ static int parse_rfc3339(const char *text, int64_t *ret_ms) {
         if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > days_in_month[mon - 1] || hour > 23 || min > 59 ||
             sec > 60)
                 return -EINVAL;
-        struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day,
-                         .tm_hour = hour, .tm_min = min, .tm_sec = sec };
+        struct tm tm = {
+                .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day, .tm_hour = hour, .tm_min = min, .tm_sec = sec
+        };
         time_t t = timegm(&tm);
         /* timegm normalises 30 February into March: refuse such dates. */
         if (tm.tm_mday != day)
@@ -118,7 +119,7 @@ int params_parse_step(const char *text, int64_t *ret_ms) {
 
 static int parse_agg(const char *text, enum store_agg *ret) {
         static const char *const names[] = {
-                [STORE_AGG_AVG] = "avg", [STORE_AGG_MIN] = "min", [STORE_AGG_MAX] = "max",
+                [STORE_AGG_AVG] = "avg",   [STORE_AGG_MIN] = "min", [STORE_AGG_MAX] = "max",
                 [STORE_AGG_LAST] = "last", [STORE_AGG_SUM] = "sum",
         };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -136,15 +137,16 @@ static const struct param *find_param(const struct param *params, size_t n, cons
         return NULL;
 }
 
-int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct store_query *q,
-                             char *err, size_t errlen) {
+int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct store_query *q, char *err,
+                             size_t errlen) {
         struct store_query out = { .agg = STORE_AGG_AVG };
         const struct param *p;
         bool have_step = false;
 
         for (size_t i = 0; i < n; i++) {
                 if (strlen(params[i].value) > PARAMS_VALUE_MAX) {
-                        snprintf(err, errlen, "parameter '%.64s': value longer than %d bytes", params[i].key, PARAMS_VALUE_MAX);
+                        snprintf(err, errlen, "parameter '%.64s': value longer than %d bytes", params[i].key,
+                                 PARAMS_VALUE_MAX);
                         return -EINVAL;
                 }
                 for (size_t j = 0; j < i; j++)
@@ -175,7 +177,8 @@ int params_parse_query_range(const struct param *params, size_t n, int64_t now_m
         out.start_ms = out.end_ms > 3600 * 1000 ? out.end_ms - 3600 * 1000 : 0;
         if ((p = find_param(params, n, "start"))) {
                 if (params_parse_time(p->value, &out.start_ms) < 0) {
-                        snprintf(err, errlen, "parameter 'start': '%.64s' is not a Unix time or RFC 3339 time", p->value);
+                        snprintf(err, errlen, "parameter 'start': '%.64s' is not a Unix time or RFC 3339 time",
+                                 p->value);
                         return -EINVAL;
                 }
         }
@@ -185,7 +188,8 @@ int params_parse_query_range(const struct param *params, size_t n, int64_t now_m
         }
         if ((p = find_param(params, n, "step"))) {
                 if (params_parse_step(p->value, &out.step_ms) < 0) {
-                        snprintf(err, errlen, "parameter 'step': '%.64s' is not a positive duration or number of seconds", p->value);
+                        snprintf(err, errlen,
+                                 "parameter 'step': '%.64s' is not a positive duration or number of seconds", p->value);
                         return -EINVAL;
                 }
                 have_step = true;

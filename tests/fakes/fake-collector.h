@@ -8,10 +8,10 @@
 
 struct fake_collector {
         struct collector base;
-        int fail_with;           /* <0: every read returns this */
-        unsigned sleep_ms;       /* each read takes this long */
-        uint64_t stop_after;     /* >0: raise SIGTERM at this read (blocked: it stays pending for the signalfd) */
-        uint64_t reads;          /* reads so far */
+        int fail_with;       /* <0: every read returns this */
+        unsigned sleep_ms;   /* each read takes this long */
+        uint64_t stop_after; /* >0: raise SIGTERM at this read (blocked: it stays pending for the signalfd) */
+        uint64_t reads;      /* reads so far */
 };
 
 /* Returns 0 or -ENOMEM. */

@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
         }
         if (params_parse_query_range(params, n, 1800000000000, &q, err, sizeof(err)) == 0) {
-                if (q.start_ms > q.end_ms || q.step_ms <= 0 || (q.end_ms - q.start_ms) / q.step_ms + 1 > PARAMS_MAX_POINTS)
+                if (q.start_ms > q.end_ms || q.step_ms <= 0 ||
+                    (q.end_ms - q.start_ms) / q.step_ms + 1 > PARAMS_MAX_POINTS)
                         abort();
         } else if (!memchr(err, '\0', sizeof(err)) || strncmp(err, "parameter '", 11) != 0) {
                 abort(); /* every error names its parameter */

@@ -102,8 +102,8 @@ static int driver_file(const struct series_desc *s, const struct device_info *di
                 break;
         case METRIC_DEVICE_POWER_UTILIZATION:
                 snprintf(name, nsize, "stats/power/utilization");
-                snprintf(text, tsize, "POWER_STATUS_VALID,%lld,%.2f,%.2f,%.2f\n", (long long) now, v * 100,
-                         v * 100, v * 100);
+                snprintf(text, tsize, "POWER_STATUS_VALID,%lld,%.2f,%.2f,%.2f\n", (long long) now, v * 100, v * 100,
+                         v * 100);
                 return 0;
         default:
                 return -ENOENT;
@@ -211,8 +211,7 @@ int main(int argc, char **argv) {
                                 if (put(dir, name, text) < 0)
                                         goto fail_write;
                         } else if (s->metric == METRIC_CORE_UTILIZATION && label_u(s, 1, &core) == 0 &&
-                                   core < n_cores && core >= di->first_core &&
-                                   core < di->first_core + di->core_count) {
+                                   core < n_cores && core >= di->first_core && core < di->first_core + di->core_count) {
                                 busy[core] += values[i] * CYCLES_PER_MS * (double) interval_ms;
                                 idle[core] += (1 - values[i]) * CYCLES_PER_MS * (double) interval_ms;
                                 snprintf(name, sizeof(name), "neuron_core%u/stats/tensor_engine/pe_cntrs",
@@ -223,8 +222,8 @@ int main(int argc, char **argv) {
                                         goto fail_write;
                         } else if (s->metric == METRIC_DEVICE_MEMORY_USED) {
                                 printf("%ld %u %.0f\n", t, dev, values[i]);
-                        } else if (driver_file(s, di, values[i], now.tv_sec, name, sizeof(name), text,
-                                               sizeof(text)) == 0) {
+                        } else if (driver_file(s, di, values[i], now.tv_sec, name, sizeof(name), text, sizeof(text)) ==
+                                   0) {
                                 if (put(dir, name, text) < 0)
                                         goto fail_write;
                         }
@@ -243,7 +242,8 @@ int main(int argc, char **argv) {
                 }
                 fflush(stdout);
                 if (t < ticks) {
-                        struct timespec ts = { .tv_sec = interval_ms / 1000, .tv_nsec = (interval_ms % 1000) * 1000000 };
+                        struct timespec ts = { .tv_sec = interval_ms / 1000,
+                                               .tv_nsec = (interval_ms % 1000) * 1000000 };
                         nanosleep(&ts, NULL);
                 }
         }

@@ -49,9 +49,22 @@ static void round_trip(const int64_t *ts, const double *v, size_t n) {
 }
 
 static double special(uint64_t pick) {
-        static const double table[] = { 0.0, -0.0, 1.0, -1.0, DBL_MAX, -DBL_MAX, DBL_MIN, 4.9e-324, -4.9e-324,
-                                        9007199254740992.0, -9007199254740992.0, 9007199254740993.0, 1e300, 1e-300,
-                                        0.1, 2.5 };
+        static const double table[] = { 0.0,
+                                        -0.0,
+                                        1.0,
+                                        -1.0,
+                                        DBL_MAX,
+                                        -DBL_MAX,
+                                        DBL_MIN,
+                                        4.9e-324,
+                                        -4.9e-324,
+                                        9007199254740992.0,
+                                        -9007199254740992.0,
+                                        9007199254740993.0,
+                                        1e300,
+                                        1e-300,
+                                        0.1,
+                                        2.5 };
         switch (pick % 20) {
         case 16:
                 return NAN;

@@ -53,12 +53,14 @@ static void expo_render__families__grouped_with_help_and_type(void **state) {
         const uint8_t valid[] = { 1, 1, 1 };
         char *text = render(series, 3, values, valid);
 
-        assert_non_null(strstr(text,
+        assert_non_null(strstr(
+                text,
                 "# HELP neuroncore_utilization_ratio Fraction of time the NeuronCore was busy over the last interval (0-1).\n"
                 "# TYPE neuroncore_utilization_ratio gauge\n"
                 "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"0\"} 0.25\n"
                 "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"1\"} 1\n"));
-        assert_non_null(strstr(text,
+        assert_non_null(strstr(
+                text,
                 "# TYPE neuron_device_dma_bytes_total counter\n"
                 "neuron_device_dma_bytes_total{neuron_device=\"0\",direction=\"host_to_device\"} 1234567890123\n"));
         assert_non_null(strstr(text, "neurond_build_info{version=\"1.2.3\",backend=\"model:trn1.2xlarge\","
@@ -107,9 +109,18 @@ static void buf_double__values__shortest_round_trip(void **state) {
                 double v;
                 const char *text;
         } cases[] = {
-                { 0, "0" }, { 1, "1" }, { -3, "-3" }, { 0.1, "0.1" }, { 0.55, "0.55" },
-                { 1.0 / 3, "0.333333333333333" "31" }, { 1e300, "1e+300" },
-                { 9007199254740992.0, "9007199254740992" }, { NAN, "NaN" }, { INFINITY, "+Inf" }, { -INFINITY, "-Inf" },
+                { 0, "0" },
+                { 1, "1" },
+                { -3, "-3" },
+                { 0.1, "0.1" },
+                { 0.55, "0.55" },
+                { 1.0 / 3, "0.333333333333333"
+                           "31" },
+                { 1e300, "1e+300" },
+                { 9007199254740992.0, "9007199254740992" },
+                { NAN, "NaN" },
+                { INFINITY, "+Inf" },
+                { -INFINITY, "-Inf" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct buf b = { 0 };
@@ -148,9 +159,10 @@ static void expo_render__openmetrics__counter_family_unit_and_eof(void **state) 
         char *text = render_format(series, 2, values, valid, ACCEPT_OPENMETRICS);
 
         /* A counter's family drops _total; its samples keep it. */
-        assert_non_null(strstr(text, "# TYPE neuron_device_dma_bytes counter\n"
-                                     "# UNIT neuron_device_dma_bytes bytes\n"
-                                     "neuron_device_dma_bytes_total{neuron_device=\"0\",direction=\"host_to_device\"} 42\n"));
+        assert_non_null(strstr(text,
+                               "# TYPE neuron_device_dma_bytes counter\n"
+                               "# UNIT neuron_device_dma_bytes bytes\n"
+                               "neuron_device_dma_bytes_total{neuron_device=\"0\",direction=\"host_to_device\"} 42\n"));
         assert_non_null(strstr(text, "# TYPE neuroncore_utilization_ratio gauge\n"
                                      "# UNIT neuroncore_utilization_ratio ratio\n"));
         assert_non_null(strstr(text, "# TYPE neurond_build info\nneurond_build_info{"));

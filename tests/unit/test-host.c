@@ -51,9 +51,8 @@ static void host_cpu_ratios__deltas__shares(void **state) {
 
 static void host_parse_meminfo__kernel_format__bytes(void **state) {
         struct host_memory m;
-        assert_int_equal(host_parse_meminfo(S("MemTotal:       16384 kB\nMemFree:  100 kB\nMemAvailable:    4096 kB\n"),
-                                            &m),
-                         0);
+        assert_int_equal(
+                host_parse_meminfo(S("MemTotal:       16384 kB\nMemFree:  100 kB\nMemAvailable:    4096 kB\n"), &m), 0);
         assert_true(m.total_bytes == 16384ull * 1024 && m.available_bytes == 4096ull * 1024);
 }
 

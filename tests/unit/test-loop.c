@@ -106,12 +106,13 @@ static void loop_stamp__timer_jitter__stamped_on_grid(void **state) {
                 int64_t wall, stamp;
         } ticks[] = {
                 { 0, 0 },       { 1003, 1000 }, { 1998, 2000 }, /* within 5 ms: on the grid */
-                { 3006, 3006 }, /* too far: the wall clock, and the grid moves with it */
+                { 3006, 3006 },                 /* too far: the wall clock, and the grid moves with it */
                 { 4004, 4006 }, { 6008, 6006 }, /* a skipped tick: two intervals later */
         };
         f->loop.interval_ms = 1000;
         for (size_t i = 0; i < sizeof(ticks) / sizeof(ticks[0]); i++)
-                assert_int_equal(loop_stamp(&f->loop, BASE_MS + ticks[i].wall, ticks[i].wall * 1000000), BASE_MS + ticks[i].stamp);
+                assert_int_equal(loop_stamp(&f->loop, BASE_MS + ticks[i].wall, ticks[i].wall * 1000000),
+                                 BASE_MS + ticks[i].stamp);
 }
 
 static void loop_stamp__back_an_hour__monotonic_until_caught_up_logged_once(void **state) {
@@ -254,8 +255,9 @@ static void loop_run__collector_slower_than_interval__skips_and_counts(void **st
         struct buf out = { 0 };
         char line[64];
         static const char *const names[] = { "fake" };
-        struct expo_self self = { .version = "t", .backend = "fake", .instance_type = "", .n_collectors = 1,
-                                  .collector_names = names };
+        struct expo_self self = {
+                .version = "t", .backend = "fake", .instance_type = "", .n_collectors = 1, .collector_names = names
+        };
         assert_int_equal(expo_new(f->loop.series, f->loop.n_series, &e), 0);
         expo_render(e, snap, &self, ACCEPT_TEXT, &out);
         buf_append(&out, "", 1);

@@ -19,11 +19,11 @@
 struct expected_row {
         const char *name;
         unsigned devices, cores;
-        uint64_t memory_gib;    /* device memory in all */
-        double memory_bw;       /* bytes/s in all */
+        uint64_t memory_gib; /* device memory in all */
+        double memory_bw;    /* bytes/s in all */
         const char *topology;
-        unsigned peers;         /* per device */
-        double link_bw;         /* per device, bytes/s, in-server plus between servers */
+        unsigned peers; /* per device */
+        double link_bw; /* per device, bytes/s, in-server plus between servers */
         unsigned vcpus;
         uint64_t host_gib;
         const char *device_name, *arch, *core_arch;
@@ -45,8 +45,8 @@ static const struct expected_row rows[] = {
         { "trn1.32xlarge", 16, 32, 512, 13120 * GiB, "2d-torus", 4, 384 * GiB, 128, 512, "Trainium1", "NDv2", "NCv2" },
         { "trn1n.32xlarge", 16, 32, 512, 13120 * GiB, "2d-torus", 4, 768 * GiB, 128, 512, "Trainium1", "NDv2", "NCv2" },
         { "trn2.48xlarge", 16, 128, 1536, 16 * 2.9e12, "2d-torus", 4, 1024e9, 192, 2048, "Trainium2", "NDv3", "NCv3" },
-        { "trn2-ultraserver", 64, 512, 6144, 64 * 2.9e12, "2d-torus+ring", 6, 1024e9 + 256e9, 768, 8192,
-          "Trainium2", "NDv3", "NCv3" },
+        { "trn2-ultraserver", 64, 512, 6144, 64 * 2.9e12, "2d-torus+ring", 6, 1024e9 + 256e9, 768, 8192, "Trainium2",
+          "NDv3", "NCv3" },
         /* 003: 9,216 GiB and 313.6 TB/s; 20,736 GiB and 705.6 TB/s. */
         { "trn3-gen1-ultraserver", 64, 512, 9216, 313.6e12, "switch", 63, 2048 * GiB, 768, 8192, "Trainium3", "NDv4",
           "NCv4" },
@@ -93,9 +93,12 @@ static void model_catalog__chips__match_hardware_md(void **state) {
                 unsigned dma_engines;
         } chips[] = {
                 { "inf1.xlarge", "NeuronCore-v1", "NeuronLink-v1", 4, 0x7064, 8589934592ull, 50 * GiB, 0, 64, 12 },
-                { "inf2.xlarge", "NeuronCore-v2", "NeuronLink-v2", 2, 0x7264, 34359738368ull, 820 * GiB, 1e12, 190, 34 },
-                { "trn1.2xlarge", "NeuronCore-v2", "NeuronLink-v2", 2, 0x7164, 34359738368ull, 820 * GiB, 1e12, 190, 34 },
-                { "trn2.48xlarge", "NeuronCore-v3", "NeuronLink-v3", 8, 0x7364, 103079215104ull, 2.9e12, 3.5e12, 667, 132 },
+                { "inf2.xlarge", "NeuronCore-v2", "NeuronLink-v2", 2, 0x7264, 34359738368ull, 820 * GiB, 1e12, 190,
+                  34 },
+                { "trn1.2xlarge", "NeuronCore-v2", "NeuronLink-v2", 2, 0x7164, 34359738368ull, 820 * GiB, 1e12, 190,
+                  34 },
+                { "trn2.48xlarge", "NeuronCore-v3", "NeuronLink-v3", 8, 0x7364, 103079215104ull, 2.9e12, 3.5e12, 667,
+                  132 },
                 { "trn3-gen2-ultraserver", "NeuronCore-v4", "NeuronLink-v4", 8, 0x7564, 154618822656ull, 4.9e12, 4.9e12,
                   671, 128 },
         };

@@ -58,8 +58,8 @@ struct run {
         const struct model_instance *inst;
         struct role *roles;
         size_t n;
-        double *values, *last;     /* this tick; last valid value of each series */
-        int64_t *last_ms;          /* when last was taken; -1 never */
+        double *values, *last; /* this tick; last valid value of each series */
+        int64_t *last_ms;      /* when last was taken; -1 never */
         uint8_t *valid;
         /* Per device sums for this check. */
         double *dma, *link, *hbm, *mem, *core_mem_sum;
@@ -84,11 +84,11 @@ static size_t *reverse_index(const struct run *r) {
         return rev;
 }
 
-#define FAIL(...)                                                                                                  \
-        do {                                                                                                       \
-                print_message("# %s, tick %lld: ", r->c->inv.backend, (long long) r->ticks);                      \
-                print_message(__VA_ARGS__);                                                                        \
-                fail();                                                                                            \
+#define FAIL(...)                                                                                                      \
+        do {                                                                                                           \
+                print_message("# %s, tick %lld: ", r->c->inv.backend, (long long) r->ticks);                           \
+                print_message(__VA_ARGS__);                                                                            \
+                fail();                                                                                                \
         } while (0)
 
 static void check_tick(struct run *r, const size_t *rev, int64_t now) {
@@ -248,14 +248,17 @@ static void model_read__with_faults__stays_within_physical_limits(void **state) 
         for (size_t i = 0; i < model_catalog_size; i++) {
                 const struct model_instance *m = &model_catalog[i];
                 char extra[256];
-                int n = snprintf(extra, sizeof(extra),
-                                 ",fault=device_down:0@10m+20m,fault=core_stuck:1@5m+1h,fault=ecc:0:sram_ecc_uncorrected@1m"
-                                 ",fault=exec_errors:0:500@30m+5m");
+                int n = snprintf(
+                        extra, sizeof(extra),
+                        ",fault=device_down:0@10m+20m,fault=core_stuck:1@5m+1h,fault=ecc:0:sram_ecc_uncorrected@1m"
+                        ",fault=exec_errors:0:500@30m+5m");
                 if (m->topology == TOPOLOGY_SWITCH)
                         snprintf(extra + n, sizeof(extra) - (size_t) n, ",fault=link_down:2:switch@15m+40m");
                 else if (m->devices > 1)
                         snprintf(extra + n, sizeof(extra) - (size_t) n, ",fault=link_down:1:%u@15m+40m",
-                                 m->devices == 4 ? 2u : m->devices > 4 ? 2u : 0u);
+                                 m->devices == 4  ? 2u
+                                 : m->devices > 4 ? 2u
+                                                  : 0u);
                 run_one(m->name, "training", extra, 99);
                 run_one(m->name, "moe", extra, 98);
         }

@@ -107,7 +107,7 @@ static void model_open__bad_options__explain(void **state) {
 
 static void model_fault_format__parsed_faults__round_trip(void **state) {
         static const char *const texts[] = {
-                "device_down:3@10s+30s", "core_stuck:17",           "ecc:2:sram_ecc_uncorrected@1m",
+                "device_down:3@10s+30s", "core_stuck:17",          "ecc:2:sram_ecc_uncorrected@1m",
                 "link_down:4:switch+2h", "link_down:0:1@250ms+1s", "exec_errors:5:12.5@5m+10s",
         };
         for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
@@ -160,10 +160,11 @@ static void model_read__memory_categories__sum_to_core_memory(void **state) {
                 char dev[8], core[8];
                 snprintf(dev, sizeof(dev), "%u", c / 2);
                 snprintf(core, sizeof(core), "%u", c);
-                static const char *const cats[] = { "model_code", "tensors", "constants", "model_shared_scratchpad",
-                                                    "runtime_memory", "driver_memory", "collectives",
-                                                    "nonshared_scratchpad", "notifications", "dma_rings",
-                                                    "uncategorized" };
+                static const char *const cats[] = {
+                        "model_code",     "tensors",       "constants",    "model_shared_scratchpad",
+                        "runtime_memory", "driver_memory", "collectives",  "nonshared_scratchpad",
+                        "notifications",  "dma_rings",     "uncategorized"
+                };
                 double sum = 0;
                 for (size_t k = 0; k < 11; k++) {
                         size_t i = find(f, METRIC_CORE_MEMORY_CATEGORY, dev, core, cats[k]);
@@ -284,7 +285,8 @@ static void model_read__injected_faults__show_in_the_series(void **state) {
 
         read_at(f, T0);
         assert_true(model_is(f->c));
-        const char *faults[] = { "core_stuck:5", "ecc:1:sram_ecc_uncorrected", "link_down:0:1", "exec_errors:3:50+10s" };
+        const char *faults[] = { "core_stuck:5", "ecc:1:sram_ecc_uncorrected", "link_down:0:1",
+                                 "exec_errors:3:50+10s" };
         for (size_t i = 0; i < 4; i++) {
                 assert_int_equal(model_fault_parse(faults[i], &fault, err, sizeof(err)), 0);
                 assert_int_equal(model_fault_inject(f->c, &fault, err, sizeof(err)), 0);

@@ -37,10 +37,25 @@ static void params_parse_time__unix_and_rfc3339__milliseconds(void **state) {
 
 static void params_parse_time__malformed__einval(void **state) {
         static const char *const bad[] = {
-                "", "-1", "abc", "1e9", "1700000000.", ".5", "NaN", "inf", "1700000000.1234567890",
-                "99999999999999999999", "2023-11-14", "2023-11-14T22:13:20", "2023-13-01T00:00:00Z",
-                "2023-02-30T00:00:00Z", "2023-11-14T25:00:00Z", "2023-11-14T22:13:20+1:00",
-                "1969-12-31T23:59:59Z", "2023-11-14T22:13:20Zjunk", "0x10",
+                "",
+                "-1",
+                "abc",
+                "1e9",
+                "1700000000.",
+                ".5",
+                "NaN",
+                "inf",
+                "1700000000.1234567890",
+                "99999999999999999999",
+                "2023-11-14",
+                "2023-11-14T22:13:20",
+                "2023-13-01T00:00:00Z",
+                "2023-02-30T00:00:00Z",
+                "2023-11-14T25:00:00Z",
+                "2023-11-14T22:13:20+1:00",
+                "1969-12-31T23:59:59Z",
+                "2023-11-14T22:13:20Zjunk",
+                "0x10",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 int64_t ms = 42;
@@ -70,8 +85,12 @@ static int parse(const struct param *p, size_t n, struct store_query *q, char *e
 
 static void params_parse_query_range__full__filled(void **state) {
         const struct param p[] = {
-                { "metric", "neuroncore_utilization_ratio" }, { "start", "1700000000" }, { "end", "1700003600" },
-                { "step", "60s" }, { "agg", "max" }, { "neuron_device", "3" },
+                { "metric", "neuroncore_utilization_ratio" },
+                { "start", "1700000000" },
+                { "end", "1700003600" },
+                { "step", "60s" },
+                { "agg", "max" },
+                { "neuron_device", "3" },
         };
         struct store_query q;
         char err[256];
@@ -109,13 +128,15 @@ static void params_parse_query_range__bad__error_names_parameter(void **state) {
                 { { { "metric", "nope_total" } }, 1, "unknown metric 'nope_total'" },
                 { { { "metric", "neuroncore_utilization_ratio" }, { "start", "soon" } }, 2, "'start'" },
                 { { { "metric", "neuroncore_utilization_ratio" }, { "end", "x" } }, 2, "'end'" },
-                { { { "metric", "neuroncore_utilization_ratio" }, { "start", "200" }, { "end", "100" } }, 3,
+                { { { "metric", "neuroncore_utilization_ratio" }, { "start", "200" }, { "end", "100" } },
+                  3,
                   "start is after end" },
                 { { { "metric", "neuroncore_utilization_ratio" }, { "step", "0" } }, 2, "'step'" },
                 { { { "metric", "neuroncore_utilization_ratio" }, { "step", "1ms" } }, 2, "11000 points" },
                 { { { "metric", "neuroncore_utilization_ratio" }, { "agg", "median" } }, 2, "'agg'" },
                 { { { "metric", "neuroncore_utilization_ratio" }, { "peer_device", "1" } }, 2, "'peer_device'" },
-                { { { "metric", "neuroncore_utilization_ratio" }, { "metric", "neuroncore_utilization_ratio" } }, 2,
+                { { { "metric", "neuroncore_utilization_ratio" }, { "metric", "neuroncore_utilization_ratio" } },
+                  2,
                   "more than once" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -19,8 +19,8 @@ static void settings_parse_duration__units__milliseconds(void **state) {
                 const char *text;
                 int64_t ms;
         } cases[] = {
-                { "500ms", 500 }, { "1s", 1000 }, { "10s", 10000 }, { "5m", 300000 },
-                { "1h", 3600000 }, { "2d", 172800000 }, { "1w", 604800000 }, { "1m30s", 90000 },
+                { "500ms", 500 },           { "1s", 1000 },      { "10s", 10000 },    { "5m", 300000 },
+                { "1h", 3600000 },          { "2d", 172800000 }, { "1w", 604800000 }, { "1m30s", 90000 },
                 { "1h0m5s250ms", 3605250 }, { "0s", 0 },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -32,8 +32,20 @@ static void settings_parse_duration__units__milliseconds(void **state) {
 
 static void settings_parse_duration__malformed__einval(void **state) {
         static const char *const bad[] = {
-                "", "10", "s", "1x", "1.5s", "-1s", " 1s", "1s ", "1 s", "1mss", "1sm", "ms",
-                "99999999999999999999s", "9223372036854775807w",
+                "",
+                "10",
+                "s",
+                "1x",
+                "1.5s",
+                "-1s",
+                " 1s",
+                "1s ",
+                "1 s",
+                "1mss",
+                "1sm",
+                "ms",
+                "99999999999999999999s",
+                "9223372036854775807w",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 int64_t ms = 42;
@@ -56,9 +68,20 @@ static void settings_parse_listen__ipv4_and_ipv6__parsed(void **state) {
 
 static void settings_parse_listen__bad_address__einval(void **state) {
         static const char *const bad[] = {
-                "", "127.0.0.1", "127.0.0.1:", ":9710", "localhost:9710", "127.0.0.1:65536",
-                "127.0.0.1:-1", "127.0.0.1:12a", "::1:9710", "[::1]9710", "[::1]:", "[nothost]:1",
-                "256.0.0.1:80", "127.0.0.1:123456",
+                "",
+                "127.0.0.1",
+                "127.0.0.1:",
+                ":9710",
+                "localhost:9710",
+                "127.0.0.1:65536",
+                "127.0.0.1:-1",
+                "127.0.0.1:12a",
+                "::1:9710",
+                "[::1]9710",
+                "[::1]:",
+                "[nothost]:1",
+                "256.0.0.1:80",
+                "127.0.0.1:123456",
         };
         struct sockaddr_storage ss;
         socklen_t len;

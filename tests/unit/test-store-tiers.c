@@ -121,7 +121,12 @@ static int teardown(void **state) {
 static void check_query(struct store *s, size_t i, int64_t start, int64_t end, int64_t step, enum store_agg agg,
                         bool rate) {
         struct store_query q = {
-                .metric = series[i].metric, .start_ms = start, .end_ms = end, .step_ms = step, .agg = agg, .rate = rate,
+                .metric = series[i].metric,
+                .start_ms = start,
+                .end_ms = end,
+                .step_ms = step,
+                .agg = agg,
+                .rate = rate,
         };
         const struct metric_desc *m = &metric_table[series[i].metric];
         for (size_t l = 0; l < metric_label_count(m); l++) {
@@ -165,8 +170,11 @@ static void check_query(struct store *s, size_t i, int64_t start, int64_t end, i
                 }
                 if (count == 0)
                         continue;
-                double want = agg == STORE_AGG_MIN ? mn : agg == STORE_AGG_MAX ? mx : agg == STORE_AGG_SUM ? sum
-                              : agg == STORE_AGG_LAST ? last : sum / (double) count;
+                double want = agg == STORE_AGG_MIN    ? mn
+                              : agg == STORE_AGG_MAX  ? mx
+                              : agg == STORE_AGG_SUM  ? sum
+                              : agg == STORE_AGG_LAST ? last
+                                                      : sum / (double) count;
                 assert_true(p < sr->n_points);
                 assert_int_equal(sr->points[p].timestamp_ms, b);
                 assert_double_near(sr->points[p].value, want, 1e-9 * fmax(1, fabs(want)));
@@ -300,8 +308,10 @@ static void store_append__old_data__removed_by_age(void **state) {
         /* Retention runs once per chunk span: allow one span of slack. */
         int64_t slack = o.chunk_ms;
         assert_true(db_int("age.db", "SELECT min(start_ts) FROM chunks") >= newest - o.raw_retention_ms - slack);
-        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1m") >= newest - o.minute_retention_ms - slack - 60000);
-        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1h") >= newest - o.hour_retention_ms - slack - 3600000);
+        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1m") >=
+                    newest - o.minute_retention_ms - slack - 60000);
+        assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1h") >=
+                    newest - o.hour_retention_ms - slack - 3600000);
         assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1h") < newest - 3 * 3600000);
         assert_int_equal(db_int("age.db", "SELECT count(*) FROM recent"), 0);
 }
@@ -515,7 +525,9 @@ static void store_list_series__lists_registered(void **state) {
         assert_int_equal(n, 1);
         assert_string_equal(list[0].label_values[1], "1");
         free(list);
-        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = 1000, .step_ms = 1, .rate = true };
+        struct store_query q = {
+                .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = 1000, .step_ms = 1, .rate = true
+        };
         struct store_result *res = NULL;
         assert_int_equal(store_query_range(s, &q, &res), -EINVAL); /* rate of a gauge */
         store_close(s);
@@ -537,7 +549,10 @@ static void store_append__values__kept_to_documented_precision(void **state) {
         for (size_t t = 0; t < 3; t++)
                 assert_int_equal(store_append(s, T0 + 1000 * (int64_t) t, in[t], valid, N_SERIES), 0);
         for (size_t i = 0; i < N_SERIES; i++) {
-                struct store_query q = { .metric = series[i].metric, .start_ms = T0, .end_ms = T0 + 2000, .step_ms = 1000,
+                struct store_query q = { .metric = series[i].metric,
+                                         .start_ms = T0,
+                                         .end_ms = T0 + 2000,
+                                         .step_ms = 1000,
                                          .agg = STORE_AGG_LAST };
                 struct store_result *res = NULL;
                 assert_int_equal(store_query_range(s, &q, &res), 0);
@@ -594,7 +609,9 @@ static void store_open_deferred__database_appears__stores_held_ticks(void **stat
         assert_int_equal(st.last_error, -ENOENT);
         assert_true(st.write_errors > 0 && st.write_errors < 10); /* backed off */
         assert_int_equal(st.ticks_dropped, 0);
-        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = T0, .end_ms = T0 + 100000, .step_ms = 1000 };
+        struct store_query q = {
+                .metric = METRIC_CORE_UTILIZATION, .start_ms = T0, .end_ms = T0 + 100000, .step_ms = 1000
+        };
         struct store_result *res = NULL;
         assert_int_equal(store_query_range(s, &q, &res), -EAGAIN);
         struct series_desc *list = NULL;
@@ -691,9 +708,11 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_append__values__kept_to_documented_precision, setup, teardown),
                 cmocka_unit_test_setup_teardown(healthz__store_cannot_write__degraded_then_ok, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__missing_directory__enoent, setup, teardown),
-                cmocka_unit_test_setup_teardown(store_open_deferred__database_appears__stores_held_ticks, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_deferred__database_appears__stores_held_ticks, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(store_close__deferred__writes_held_ticks, setup, teardown),
-                cmocka_unit_test_setup_teardown(store_open_deferred__damaged_file__set_aside_when_opened, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_deferred__damaged_file__set_aside_when_opened, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);
 }

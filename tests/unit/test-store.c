@@ -104,8 +104,12 @@ static void store_query_range__label_matcher__filters(void **state) {
         uint8_t valid[] = { 1, 1, 1 };
         assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
 
-        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = 10000,
-                                 .step_ms = 1000, .n_matchers = 1, .matchers = { { "neuroncore", "1" } } };
+        struct store_query q = { .metric = METRIC_CORE_UTILIZATION,
+                                 .start_ms = 0,
+                                 .end_ms = 10000,
+                                 .step_ms = 1000,
+                                 .n_matchers = 1,
+                                 .matchers = { { "neuroncore", "1" } } };
         struct store_result *r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
         assert_int_equal(r->n_series, 1);
@@ -153,8 +157,9 @@ static void store_query_range__too_many_points__e2big(void **state) {
 
         /* Two utilization series: half the budget each fits, more does not. */
         int64_t buckets = STORE_QUERY_POINTS_MAX / 2;
-        struct store_query q = { .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = (buckets - 1) * 1000,
-                                 .step_ms = 1000 };
+        struct store_query q = {
+                .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = (buckets - 1) * 1000, .step_ms = 1000
+        };
         struct store_result *r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
         store_result_free(r);
