@@ -5,7 +5,8 @@
  * Feeds the device model through the real store path (store_append: chunk
  * encoding, SQLite writes, rollups) for 24 simulated hours at 1 s in DIR,
  * then times range queries. Timestamps are the simulated clock, exactly
- * 1 s apart, as the daemon's own would be with a perfectly steady timer. */
+ * 1 s apart, as the daemon stamps ticks that arrive within 5 ms of its
+ * interval grid (daemon/loop.c). */
 #include "config.h"
 
 #include <errno.h>
