@@ -158,10 +158,6 @@ bool auth_has_users(const struct auth *a) {
         return a && a->n_users > 0;
 }
 
-bool auth_has_token(const struct auth *a) {
-        return a && a->token_len > 0;
-}
-
 /* crypt_r into out; false when the hash could not be computed. */
 static bool crypt_into(const char *password, const char *setting, char *out, size_t size) {
         struct crypt_data *cd = calloc(1, sizeof(*cd));

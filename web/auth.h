@@ -18,9 +18,8 @@ struct auth;
 int auth_new(const char *users_file, const char *token_file, struct auth **ret, char *err, size_t errlen);
 void auth_free(struct auth *a); /* NULL-safe */
 
-/* Whether the basic scheme (users) or bearer scheme (token) is set up. */
+/* Whether the basic scheme (users) is set up: the challenge names it. */
 bool auth_has_users(const struct auth *a);
-bool auth_has_token(const struct auth *a);
 
 /* Checks a user name and password against the users file. A bcrypt
  * verification costs tens of milliseconds; after one succeeds, the same
