@@ -117,6 +117,7 @@ int main(int argc, char **argv) {
         struct expo *expo = NULL;
         struct http_server *http = NULL;
         struct auth *auth = NULL;
+        char *tls_cert = NULL, *tls_key = NULL;
         struct snapshot_slot latest;
         struct loop loop = { 0 };
         int signal_fd = -1;
@@ -146,19 +147,27 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "neurond: %s\n", err);
                 return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
         }
-        /* The authentication files are settings too: a bad one is a usage
-         * error, found before the database is touched (and by --check-config
-         * before a restart rather than by it). */
-        if (settings.basic_auth_users[0] || settings.bearer_token_file[0]) {
+        /* The authentication and TLS files are settings too: a bad one is a
+         * usage error, found before the database is touched (and by
+         * --check-config before a restart rather than by it). */
+        if (settings.basic_auth_users[0] || settings.bearer_token_file[0])
                 r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
-                if (r < 0) {
-                        fprintf(stderr, "neurond: %s\n", err);
-                        collector_close(backend);
-                        return EXIT_USAGE;
-                }
+        if (r >= 0 && settings.tls_cert[0]) {
+                r = http_read_pem(settings.tls_cert, "CERTIFICATE", &tls_cert, err, sizeof(err));
+                if (r >= 0)
+                        r = http_read_pem(settings.tls_key, "PRIVATE KEY", &tls_key, err, sizeof(err));
+        }
+        if (r < 0) {
+                fprintf(stderr, "neurond: %s\n", err);
+                auth_free(auth);
+                http_free_pem(tls_cert);
+                collector_close(backend);
+                return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
         }
         if (action == SETTINGS_CHECK_CONFIG) {
                 auth_free(auth);
+                http_free_pem(tls_cert);
+                http_free_pem(tls_key);
                 printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen,
                        backend->inv.backend, (long long) settings.interval_ms, settings.db_path,
                        settings.config_path[0] ? ", config " : "", settings.config_path);
@@ -172,6 +181,8 @@ int main(int argc, char **argv) {
                 log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
                           "or pass --allow-root");
                 auth_free(auth);
+                http_free_pem(tls_cert);
+                http_free_pem(tls_key);
                 collector_close(backend);
                 return EXIT_FAILURE;
         }
@@ -277,8 +288,8 @@ int main(int argc, char **argv) {
                 .time_scale = loop.time_scale,
                 .started_ms = api_now_ms(),
                 .admin = settings.admin ? backend : NULL,
-                .tls_cert_file = settings.tls_cert,
-                .tls_key_file = settings.tls_key,
+                .tls_cert = tls_cert,
+                .tls_key = tls_key,
                 .auth = auth,
                 .healthz_open = settings.healthz_open,
                 .cors_origin = settings.cors_origin,
@@ -333,6 +344,8 @@ out_slot:
         snapshot_slot_destroy(&latest);
 out:
         auth_free(auth);
+        http_free_pem(tls_cert);
+        http_free_pem(tls_key);
         if (signal_fd >= 0)
                 close(signal_fd);
         collector_close(host);

@@ -40,7 +40,6 @@ struct rendered {
 struct http_server {
         struct MHD_Daemon *mhd;
         const struct web_context *ctx;
-        char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
         pthread_mutex_t cache_lock;
         struct rendered *cache[2][2]; /* [accept_format][gzip] */
         size_t max_header_bytes;
@@ -673,29 +672,52 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
         log_debug("http: %s", msg);
 }
 
-/* Reads a whole PEM file into a NUL-terminated string. */
-static int read_pem(const char *path, char **ret) {
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        char *text = malloc(PEM_MAX + 1);
+int http_read_pem(const char *path, const char *what, char **ret, char *err, size_t errlen) {
+        char marker[32];
+        char *text = NULL;
+        size_t n = 0;
         int r = 0;
+        FILE *f = fopen(path, "re");
+
+        if (!f) {
+                r = -errno;
+                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
+                return r;
+        }
+        text = malloc(PEM_MAX + 1);
         if (!text) {
                 r = -ENOMEM;
+                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
                 goto out;
         }
-        size_t n = fread(text, 1, PEM_MAX + 1, f);
-        if (ferror(f) || n == 0 || n > PEM_MAX) {
+        n = fread(text, 1, PEM_MAX + 1, f);
+        if (ferror(f)) {
+                r = -EIO;
+                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
+                goto out;
+        }
+        text[n > PEM_MAX ? PEM_MAX : n] = '\0';
+        snprintf(marker, sizeof(marker), "%s-----", what);
+        if (n > PEM_MAX) {
+                r = -EFBIG;
+                snprintf(err, errlen, "%s is larger than %d KiB; is it a PEM file?", path, PEM_MAX / 1024);
+        } else if (!strstr(text, "-----BEGIN ") || !strstr(text, marker)) {
                 r = -EINVAL;
-                goto out;
+                snprintf(err, errlen, "%s holds no PEM %s", path, what);
         }
-        text[n] = '\0';
-        *ret = text;
-        text = NULL;
 out:
-        free(text);
+        if (r == 0)
+                *ret = text;
+        else
+                http_free_pem(text);
         fclose(f);
         return r;
+}
+
+void http_free_pem(char *pem) {
+        if (pem)
+                explicit_bzero(pem, strlen(pem));
+        free(pem);
 }
 
 /* Every connection is a descriptor: lift the soft limit toward the hard
@@ -720,10 +742,6 @@ void http_stop(struct http_server *srv) {
                 for (int z = 0; z < 2; z++)
                         rendered_unref(srv->cache[f][z]);
         pthread_mutex_destroy(&srv->cache_lock);
-        if (srv->tls_key)
-                explicit_bzero(srv->tls_key, strlen(srv->tls_key));
-        free(srv->tls_key);
-        free(srv->tls_cert);
         free(srv);
 }
 
@@ -734,7 +752,7 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         unsigned max_conn = ctx->max_connections ? ctx->max_connections : HTTP_DEFAULT_MAX_CONNECTIONS;
         unsigned timeout_s = ctx->connection_timeout_s ? ctx->connection_timeout_s : HTTP_DEFAULT_CONNECTION_TIMEOUT_S;
         size_t mem = ctx->max_header_bytes ? ctx->max_header_bytes : HTTP_DEFAULT_MAX_HEADER_BYTES;
-        bool tls = ctx->tls_cert_file && *ctx->tls_cert_file;
+        bool tls = ctx->tls_cert && ctx->tls_key;
         static const struct sockaddr unknown = { .sa_family = AF_UNSPEC };
         const struct sockaddr *addr_seen = addr ? addr : &unknown;
         int r;
@@ -745,18 +763,6 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         srv->ctx = ctx;
         srv->max_header_bytes = mem;
         pthread_mutex_init(&srv->cache_lock, NULL);
-        if (tls) {
-                if ((r = read_pem(ctx->tls_cert_file, &srv->tls_cert)) < 0) {
-                        log_error("reading tls_cert %s: %s", ctx->tls_cert_file, strerror(-r));
-                        r = -EINVAL;
-                        goto fail;
-                }
-                if ((r = read_pem(ctx->tls_key_file, &srv->tls_key)) < 0) {
-                        log_error("reading tls_key %s: %s", ctx->tls_key_file, strerror(-r));
-                        r = -EINVAL;
-                        goto fail;
-                }
-        }
         struct sockaddr_storage bound;
         socklen_t bound_len = sizeof(bound);
         if (!addr && getsockname(listen_fd, (struct sockaddr *) &bound, &bound_len) == 0)
@@ -780,8 +786,8 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         struct MHD_OptionItem options[] = {
                 addr ? (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *) addr }
                      : (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL },
-                { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->tls_cert },
-                { MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key },
+                { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *) ctx->tls_cert },
+                { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) ctx->tls_key },
                 { MHD_OPTION_END, 0, NULL },
         };
         /* Laid out by hand, an option and its arguments to a line. */

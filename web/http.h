@@ -38,8 +38,8 @@ struct web_context {
         struct collector *admin; /* the backend web/admin.c pokes; NULL when admin is off */
 
         /* Security and limits. Numbers left at 0 take the defaults above. */
-        const char *tls_cert_file; /* PEM; with tls_key_file, serve HTTPS */
-        const char *tls_key_file;
+        const char *tls_cert; /* PEM text (http_read_pem); with tls_key, serve HTTPS */
+        const char *tls_key;
         struct auth *auth;       /* NULL: no authentication */
         bool healthz_open;       /* /healthz answers without credentials */
         const char *cors_origin; /* Access-Control-Allow-Origin, NULL or "" for off */
@@ -59,6 +59,12 @@ struct web_reply {
 };
 
 struct http_server;
+
+/* Reads a PEM file of at most 64 KiB that holds a "-----BEGIN ...what-----"
+ * block (what: "CERTIFICATE", "PRIVATE KEY") into a new string. Returns 0,
+ * or a negative errno with err saying what is wrong with the file. */
+int http_read_pem(const char *path, const char *what, char **ret, char *err, size_t errlen);
+void http_free_pem(char *pem); /* wipes it first; NULL-safe */
 
 /* Binds addr and starts serving (HTTPS when ctx names a certificate and
  * key). Logs a warning when addr is not loopback and neither TLS nor

@@ -104,6 +104,22 @@ status=0
 "$NEUROND" --config "$TEST_TMP/half.conf" --check-config >"$TEST_TMP/check.out" 2>&1 || status=$?
 [ "$status" -eq 2 ] || fail "tls_cert without tls_key: exit $status"
 grep -q 'tls_cert and tls_key' "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/check.out")"
+# --check-config reads the TLS files: a missing one, or one that holds no
+# PEM block of its kind (here the key and certificate swapped), exits 2.
+check_tls() { # cert key expected-message
+        printf '[neurond]\ntls_cert = %s\ntls_key = %s\n' "$1" "$2" >"$TEST_TMP/tls.conf"
+        status=0
+        "$NEUROND" --config "$TEST_TMP/tls.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 ||
+          status=$?
+        [ "$status" -eq 2 ] || fail "tls_cert $1, tls_key $2: exit $status"
+        grep -q "$3" "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/check.out")"
+}
+check_tls "$TEST_TMP/missing.pem" "$TEST_TMP/key.pem" "reading $TEST_TMP/missing.pem: No such file"
+check_tls "$TEST_TMP/key.pem" "$TEST_TMP/cert.pem" "key.pem holds no PEM CERTIFICATE"
+check_tls "$TEST_TMP/cert.pem" "$TEST_TMP/cert.pem" "cert.pem holds no PEM PRIVATE KEY"
+printf '[neurond]\ntls_cert = %s\ntls_key = %s\n' "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" >"$TEST_TMP/tls.conf"
+"$NEUROND" --config "$TEST_TMP/tls.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 ||
+  fail "--check-config refused a good certificate and key: $(cat "$TEST_TMP/check.out")"
 # --check-config reads the users file and refuses a plain-text password.
 printf 'prometheus:hunter2\n' >"$TEST_TMP/plain-users"
 printf '[neurond]\nbasic_auth_users = %s\n' "$TEST_TMP/plain-users" >"$TEST_TMP/plain.conf"
