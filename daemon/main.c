@@ -205,13 +205,13 @@ int main(int argc, char **argv) {
         sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
+        snapshot_slot_init(&latest);
         signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (signal_fd < 0) {
                 log_error("signalfd: %s", strerror(errno));
                 goto out;
         }
 
-        snapshot_slot_init(&latest);
         struct store_options store_opt;
         char aside[PATH_MAX + 64] = "";
         store_options_init(&store_opt);
@@ -234,34 +234,34 @@ int main(int argc, char **argv) {
                 r = store_open_deferred(settings.db_path, &store_opt, r, &store);
                 if (r < 0) {
                         log_error("starting without a database: %s", strerror(-r));
-                        goto out_slot;
+                        goto out;
                 }
         } else if (r == -EPROTONOSUPPORT) {
                 log_error("database %s was written by a newer neurond; refusing to touch it", settings.db_path);
                 status = EXIT_USAGE;
-                goto out_slot;
+                goto out;
         } else if (r < 0) {
                 log_error("cannot open database %s: %s; check the db setting, the directory and its permissions",
                           settings.db_path, strerror(-r));
                 status = r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
-                goto out_slot;
+                goto out;
         }
         struct collector *collectors[] = { backend, host };
         size_t n_collectors = host ? 2 : 1;
         r = loop_init(&loop, collectors, n_collectors, store, &latest, settings.interval_ms);
         if (r < 0) {
                 log_error("starting the poll loop: %s", strerror(-r));
-                goto out_slot;
+                goto out;
         }
         r = store_register_series(store, loop.series, loop.n_series);
         if (r < 0) {
                 log_error("registering series in %s: %s", settings.db_path, strerror(-r));
-                goto out_slot;
+                goto out;
         }
         r = expo_new(loop.series, loop.n_series, &expo);
         if (r < 0) {
                 log_error("preparing /metrics: %s", strerror(-r));
-                goto out_slot;
+                goto out;
         }
         static atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         static const char *const collector_names[] = { "backend", "host" };
@@ -307,18 +307,18 @@ int main(int argc, char **argv) {
                 if (r < 0) {
                         log_error("serving on the socket from the service manager: %s", strerror(-r));
                         close(listen_fd);
-                        goto out_slot;
+                        goto out;
                 }
                 log_info("listening on port %u (socket from the service manager; listen setting unused)",
                          http_port(http));
         } else if (listen_fd != -ENOENT) {
                 log_error("socket activation: expected one listening stream socket: %s", strerror(-listen_fd));
-                goto out_slot;
+                goto out;
         } else {
                 r = http_start((const struct sockaddr *) &settings.listen_addr, settings.listen_addr_len, &web, &http);
                 if (r < 0) {
                         log_error("listening on %s: %s", settings.listen, strerror(-r));
-                        goto out_slot;
+                        goto out;
                 }
                 char url[128];
                 format_url(&settings, http_port(http), url, sizeof(url));
@@ -336,13 +336,12 @@ int main(int argc, char **argv) {
                 status = EXIT_SUCCESS;
         notify_stopping();
 
-out_slot:
+out:
         http_stop(http);
         expo_free(expo);
         loop_done(&loop);
         store_close(store);
         snapshot_slot_destroy(&latest);
-out:
         auth_free(auth);
         http_free_pem(tls_cert);
         http_free_pem(tls_key);
