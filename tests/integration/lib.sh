@@ -17,6 +17,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# mount_small_tmpfs SIZE: a tmpfs of SIZE at $TEST_TMP/small, unmounted at
+# exit once the daemon is gone. The test must have re-run itself in a
+# private mount namespace first (unshare --mount --propagation private).
+mount_small_tmpfs() {
+  mkdir "$TEST_TMP/small"
+  mount -t tmpfs -o "size=$1" tmpfs "$TEST_TMP/small" || skip "cannot mount a tmpfs"
+  trap unmount_then_cleanup EXIT
+}
+unmount_then_cleanup() {
+  status=$?
+  if [ -n "$DAEMON_PID" ]; then
+    kill -KILL "$DAEMON_PID" 2>/dev/null || true
+    wait "$DAEMON_PID" 2>/dev/null || true
+  fi
+  umount "$TEST_TMP/small" 2>/dev/null || true
+  cleanup
+  exit $status
+}
+
 fail() {
   echo "FAIL: $*" >&2
   if [ -f "$TEST_TMP/daemon.log" ]; then

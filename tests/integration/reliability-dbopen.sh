@@ -15,19 +15,7 @@ fi
 need curl
 need sqlite3
 
-mkdir "$TEST_TMP/small"
-mount -t tmpfs -o size=4m tmpfs "$TEST_TMP/small" || skip "cannot mount a tmpfs"
-unmount_then_cleanup() {
-  status=$?
-  if [ -n "$DAEMON_PID" ]; then
-    kill -KILL "$DAEMON_PID" 2>/dev/null || true
-    wait "$DAEMON_PID" 2>/dev/null || true
-  fi
-  umount "$TEST_TMP/small" 2>/dev/null || true
-  cleanup
-  exit $status
-}
-trap unmount_then_cleanup EXIT
+mount_small_tmpfs 4m
 DB=$TEST_TMP/small/neurond.db
 QUERY='/api/v1/query_range?metric=neuroncore_utilization_ratio&neuroncore=0'
 

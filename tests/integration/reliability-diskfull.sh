@@ -13,19 +13,7 @@ fi
 need curl
 need sqlite3
 
-mkdir "$TEST_TMP/small"
-mount -t tmpfs -o size=48m tmpfs "$TEST_TMP/small" || skip "cannot mount a tmpfs"
-unmount_then_cleanup() {
-  status=$?
-  if [ -n "$DAEMON_PID" ]; then
-    kill -KILL "$DAEMON_PID" 2>/dev/null || true
-    wait "$DAEMON_PID" 2>/dev/null || true
-  fi
-  umount "$TEST_TMP/small" 2>/dev/null || true
-  cleanup
-  exit $status
-}
-trap unmount_then_cleanup EXIT
+mount_small_tmpfs 48m
 
 start_daemon --backend model:trn1.32xlarge,seed=9,speed=60 --interval 1s --db "$TEST_TMP/small/neurond.db"
 sqlite3 "$TEST_TMP/small/neurond.db" .tables | grep -q recent || skip "this build's store has no degraded mode"
