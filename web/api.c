@@ -230,32 +230,44 @@ static bool is_known_label(const char *name) {
         return false;
 }
 
+/* Parameter i of an endpoint filtered by metric= and label=value: not
+ * given twice, and a known metric or a label of some metric. Returns 1 for
+ * metric= (its id in *ret_metric), 0 for a label, or -EINVAL with the error
+ * in reply. */
+static int check_filter_param(const struct param *params, size_t i, int *ret_metric, struct web_reply *reply) {
+        for (size_t j = 0; j < i; j++)
+                if (strcmp(params[i].key, params[j].key) == 0) {
+                        web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once",
+                                        params[i].key);
+                        return -EINVAL;
+                }
+        if (strcmp(params[i].key, "metric") == 0) {
+                int metric = metric_lookup(params[i].value);
+                if (metric < 0) {
+                        web_reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
+                                        params[i].value);
+                        return -EINVAL;
+                }
+                *ret_metric = metric;
+                return 1;
+        }
+        if (!is_known_label(params[i].key)) {
+                web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
+                                params[i].key);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* Every current value, optionally filtered by metric= and label=value. */
 static void handle_latest(const struct web_context *ctx, const struct param *params, size_t n,
                           struct web_reply *reply) {
         int metric = -1;
         struct buf *b = &reply->body;
 
-        for (size_t i = 0; i < n; i++) {
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(params[i].key, params[j].key) == 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once",
-                                                params[i].key);
-                                return;
-                        }
-                if (strcmp(params[i].key, "metric") == 0) {
-                        metric = metric_lookup(params[i].value);
-                        if (metric < 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
-                                                params[i].value);
-                                return;
-                        }
-                } else if (!is_known_label(params[i].key)) {
-                        web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
-                                        params[i].key);
+        for (size_t i = 0; i < n; i++)
+                if (check_filter_param(params, i, &metric, reply) < 0)
                         return;
-                }
-        }
         if (metric >= 0)
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(params[i].key, "metric") != 0 &&
@@ -358,23 +370,12 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         int metric = -1;
 
         for (size_t i = 0; i < n; i++) {
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(params[i].key, params[j].key) == 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once",
-                                                params[i].key);
-                                return;
-                        }
-                if (strcmp(params[i].key, "metric") == 0) {
-                        metric = metric_lookup(params[i].value);
-                        if (metric < 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
-                                                params[i].value);
-                                return;
-                        }
+                int r = check_filter_param(params, i, &metric, reply);
+                if (r < 0)
+                        return;
+                if (r > 0)
                         continue;
-                }
-                if (!is_known_label(params[i].key) || n_matchers == STORE_MATCHERS_MAX ||
-                    strlen(params[i].key) >= sizeof(matchers[0].name) ||
+                if (n_matchers == STORE_MATCHERS_MAX || strlen(params[i].key) >= sizeof(matchers[0].name) ||
                     strlen(params[i].value) >= sizeof(matchers[0].value)) {
                         web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
                                         params[i].key);
