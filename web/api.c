@@ -37,6 +37,15 @@ static void json_value(struct buf *b, double v) {
         buf_append(b, "\"", 1);
 }
 
+/* One sample as Prometheus writes it: [time, "value"]. */
+static void json_sample(struct buf *b, int64_t ms, double v) {
+        buf_puts(b, "[");
+        json_time(b, ms);
+        buf_puts(b, ",");
+        json_value(b, v);
+        buf_puts(b, "]");
+}
+
 static void json_series_labels(struct buf *b, const struct series_desc *d) {
         const struct metric_desc *m = &metric_table[d->metric];
         buf_puts(b, "{\"__name__\":");
@@ -298,11 +307,9 @@ static void handle_latest(const struct web_context *ctx, const struct param *par
                 buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
                 first = false;
                 json_series_labels(b, d);
-                buf_puts(b, ",\"value\":[");
-                json_time(b, snap->timestamp_ms);
-                buf_puts(b, ",");
-                json_value(b, snap->values[i]);
-                buf_puts(b, "]}");
+                buf_puts(b, ",\"value\":");
+                json_sample(b, snap->timestamp_ms, snap->values[i]);
+                buf_puts(b, "}");
         }
         buf_puts(b, "]}}\n");
         snapshot_unref(snap);
@@ -347,11 +354,8 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 json_series_labels(b, &sr->desc);
                 buf_puts(b, ",\"values\":[");
                 for (size_t i = 0; i < sr->n_points; i++) {
-                        buf_puts(b, i ? ",[" : "[");
-                        json_time(b, sr->points[i].timestamp_ms);
-                        buf_puts(b, ",");
-                        json_value(b, sr->points[i].value);
-                        buf_puts(b, "]");
+                        buf_puts(b, i ? "," : "");
+                        json_sample(b, sr->points[i].timestamp_ms, sr->points[i].value);
                 }
                 buf_puts(b, "]}");
         }
