@@ -25,9 +25,9 @@ for round in $(seq 1 20); do
         sleep "0.$(( (round * 37) % 9 + 1 ))"
         t=$(latest_ms)
         [ -n "$t" ] || fail "round $round: no latest timestamp"
+        kill -0 "$DAEMON_PID" 2>/dev/null || fail "round $round: the daemon died before the kill"
         # Not for set -e to end the test on, without the daemon's log: a
-        # daemon already gone, or a database sqlite3 cannot read, is judged
-        # by the checks below.
+        # database sqlite3 cannot read is judged by the checks below.
         kill -9 "$DAEMON_PID" || true
         wait "$DAEMON_PID" 2>/dev/null || true
         DAEMON_PID=
