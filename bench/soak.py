@@ -2,7 +2,8 @@
 model, scrapes /metrics every second from several clients, runs
 dashboard-style range queries, sends SIGHUP every minute, and prints
 resident memory, open file descriptors and scrape latency once per report
-period, then the growth of each after the first period (the warm-up).
+period, then the growth of each from the end of the first period (the
+warm-up) to the end, and the range of resident memory from the warm-up on.
 
 Usage: soak.py NEUROND WEB_ROOT SECONDS [REPORT_SECONDS]"""
 import os
@@ -137,7 +138,11 @@ for t in threads:
 daemon.send_signal(signal.SIGTERM)
 status = daemon.wait(timeout=30)
 warm, last = rows[0], rows[-1]
-print(f"growth after the first period: rss {last[1] - warm[1]:+.1f} MiB, fds {last[2] - warm[2]:+d}, "
+# The warm-up is the first report period: the growth is the last row minus
+# the first; the range shows a rise that fell back by the end as well.
+rss_after = [r[1] for r in rows]
+print(f"growth after the warm-up (the first {report_s} s): rss {last[1] - warm[1]:+.1f} MiB "
+      f"(range {min(rss_after):.1f}-{max(rss_after):.1f}), fds {last[2] - warm[2]:+d}, "
       f"p99 {last[5] - warm[5]:+.1f} ms; worst p99 {max(r[5] for r in rows):.1f} ms; "
       f"errors {sum(r[6] for r in rows)}; exit status {status}")
 subprocess.run(["rm", "-rf", tmp])

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,12 @@ int main(int argc, char **argv) {
         int signal_fd = -1;
         int status = EXIT_FAILURE;
         int r;
+
+        /* A fixed threshold: glibc otherwise raises it to the size of each
+         * large block freed (a /metrics page, a query's answer), after which
+         * such blocks come from the per-thread arenas and their freed pages
+         * stay resident there. Fixed, they are mapped and unmapped. */
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         int action = settings_load(argc, argv, &settings, err, sizeof(err));
         if (action < 0) {

@@ -727,12 +727,23 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
         uint32_t *by_id = calloc(n ? n : 1, sizeof(*by_id));
         uint8_t *is_gauge = calloc(n ? n : 1, 1);
         int64_t *tick_ts = calloc(BUFFER_TICKS_MAX, sizeof(*tick_ts));
-        double *values = calloc(BUFFER_TICKS_MAX * (n ? n : 1), sizeof(*values));
-        uint8_t *valid = calloc(BUFFER_TICKS_MAX * (n ? n : 1), 1);
+        double *values = malloc(BUFFER_TICKS_MAX * (n ? n : 1) * sizeof(*values));
+        uint8_t *valid = malloc(BUFFER_TICKS_MAX * (n ? n : 1));
         int r = 0;
 
         if (!copy || !ids || !by_id || !is_gauge || !tick_ts || !values || !valid)
                 r = -ENOMEM;
+        /* The buffer holds the open chunk's ticks: a chunk span's worth,
+         * CHUNK_TICKS_MAX at most, in steady state (9 bytes per series and
+         * tick: 18 MiB for 6,624 series). Touching those rows now makes the
+         * daemon resident at its steady size from the start, and a memory
+         * limit trip at start-up, instead of growing through the first
+         * span; the rest is the reserve for ticks waiting out a database
+         * error, touched only then. Rows are written before they are read. */
+        if (r == 0) {
+                memset(values, 0, CHUNK_TICKS_MAX * (n ? n : 1) * sizeof(*values));
+                memset(valid, 0, CHUNK_TICKS_MAX * (n ? n : 1));
+        }
         /* Ticks buffered for the old series go to the database first. */
         if (r == 0 && s->n_ticks > 0 && !s->db)
                 r = attach(s);
