@@ -21,7 +21,7 @@ NEUROND_ROOT="$TEST_TMP/root"
 DAEMON_PID=$!
 i=0
 while ! PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$TEST_TMP/daemon.log" | grep .); do
-  [ $i -lt 100 ] || fail "no port"
+  [ $i -lt $((100 * SLOW)) ] || fail "no port"
   sleep 0.1
   i=$((i + 1))
 done

@@ -8,6 +8,11 @@ set -eu
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/neurond-test.XXXXXX")
 DAEMON_PID=
 PORT=
+# The bounds on the daemon's start and stop are ten times longer when it
+# runs under a wrapper (tests/valgrind-neurond.sh: memcheck starts the
+# 144-device model in about 10 s).
+SLOW=1
+[ -z "${NEUROND_WRAPPER:-}" ] || SLOW=10
 
 cleanup() {
   if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -55,7 +60,8 @@ need() {
 }
 
 # start_daemon [ARGS...]: starts neurond on 127.0.0.1:0 with a temporary
-# database (unless --db is given) and sets PORT from its log.
+# database (unless --db is given) and sets PORT from its log, within 10 s
+# (times SLOW).
 start_daemon() {
   : > "$TEST_TMP/daemon.log"
   "$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$TEST_TMP/neurond.db" "$@" \
@@ -63,22 +69,22 @@ start_daemon() {
   DAEMON_PID=$!
   PORT=
   i=0
-  while [ $i -lt 100 ]; do
+  while [ $i -lt $((100 * SLOW)) ]; do
     PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$TEST_TMP/daemon.log" | head -n 1)
     [ -n "$PORT" ] && return 0
     kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon exited at start-up"
     sleep 0.1
     i=$((i + 1))
   done
-  fail "daemon did not log its port within 10 s"
+  fail "daemon did not log its port within $((10 * SLOW)) s"
 }
 
-# stop_daemon: SIGTERM, then expect exit status 0 within 10 s.
+# stop_daemon: SIGTERM, then expect exit status 0 within 10 s (times SLOW).
 stop_daemon() {
   kill -TERM "$DAEMON_PID"
   i=0
   while kill -0 "$DAEMON_PID" 2>/dev/null; do
-    [ $i -lt 100 ] || fail "daemon did not exit within 10 s of SIGTERM"
+    [ $i -lt $((100 * SLOW)) ] || fail "daemon did not exit within $((10 * SLOW)) s of SIGTERM"
     sleep 0.1
     i=$((i + 1))
   done

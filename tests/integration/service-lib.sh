@@ -1,5 +1,6 @@
 # Helpers for the service-*.sh tests; sourced, never run.
-# Needs NEUROND, WEB_ROOT and top_srcdir from the test environment.
+# Needs NEUROND, WEB_ROOT and top_srcdir from the test environment;
+# NEUROND_BIN is the built binary when NEUROND is a wrapper (valgrind).
 
 set -eu
 
@@ -16,15 +17,20 @@ trap cleanup EXIT INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
-need_libsystemd() { ldd "$NEUROND" | grep -q libsystemd || skip "neurond was built without libsystemd"; }
+need_libsystemd() { ldd "${NEUROND_BIN:-$NEUROND}" | grep -q libsystemd || skip "neurond was built without libsystemd"; }
 need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
 
-# wait_for FILE PATTERN: waits up to 20 s for PATTERN to appear in FILE.
+# Waits are ten times longer when the daemon runs under a wrapper
+# (tests/valgrind-neurond.sh: memcheck slows its start-up most).
+SLOW=1
+[ -z "${NEUROND_WRAPPER:-}" ] || SLOW=10
+
+# wait_for FILE PATTERN: waits up to 20 s (times SLOW) for PATTERN to appear in FILE.
 wait_for() {
         i=0
         while ! grep -q -- "$2" "$1" 2>/dev/null; do
                 i=$((i + 1))
-                [ "$i" -le 200 ] || { cat "$1" >&2 || true; fail "timed out waiting for '$2' in $1"; }
+                [ "$i" -le $((200 * SLOW)) ] || { cat "$1" >&2 || true; fail "timed out waiting for '$2' in $1"; }
                 sleep 0.1
         done
 }

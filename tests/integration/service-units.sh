@@ -6,7 +6,7 @@
 need systemd-analyze
 
 # The unit as make install writes it, pointing at the built daemon.
-bindir=$(dirname "$NEUROND")
+bindir=$(dirname "${NEUROND_BIN:-$NEUROND}")
 sed -e "s|@bindir@|$bindir|g" -e "s|@sysconfdir@|/etc|g" "$top_srcdir/systemd/neurond.service.in" >"$TMP/neurond.service"
 cp "$top_srcdir/systemd/neurond.socket" "$TMP/neurond.socket"
 grep -q '@[a-z]*@' "$TMP/neurond.service" && fail "unsubstituted @...@ left in neurond.service"
