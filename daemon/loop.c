@@ -214,15 +214,16 @@ int loop_tick(struct loop *l) {
         return r;
 }
 
-/* Arms the timer for the loop's interval, first tick after one period. */
-static int loop_arm(const struct loop *l, int tfd, bool now) {
+/* Arms the timer for the loop's interval, first tick after one period:
+ * main() runs the start-up tick itself, before the server starts. */
+static int loop_arm(const struct loop *l, int tfd) {
         int64_t period_ns = (int64_t) ((double) l->interval_ms * 1e6 / l->time_scale);
 
         if (period_ns < 1000000)
                 period_ns = 1000000;
         struct itimerspec its = {
                 .it_interval = { .tv_sec = period_ns / 1000000000, .tv_nsec = period_ns % 1000000000 },
-                .it_value = { .tv_sec = now ? 0 : period_ns / 1000000000, .tv_nsec = now ? 1 : period_ns % 1000000000 },
+                .it_value = { .tv_sec = period_ns / 1000000000, .tv_nsec = period_ns % 1000000000 },
         };
         return timerfd_settime(tfd, 0, &its, NULL) < 0 ? -errno : 0;
 }
@@ -253,7 +254,7 @@ static int loop_reload(struct loop *l, int tfd) {
         notify_reloading();
         r = l->reload(l, l->reload_userdata);
         if (r >= 0 && l->interval_ms != old_interval)
-                r = loop_arm(l, tfd, false);
+                r = loop_arm(l, tfd);
         loop_status(l, status, sizeof(status));
         notify_ready(status);
         return r;
@@ -267,7 +268,7 @@ int loop_run(struct loop *l, int signal_fd) {
 
         if (tfd < 0)
                 return -errno;
-        r = loop_arm(l, tfd, true);
+        r = loop_arm(l, tfd);
         if (r < 0)
                 goto out;
         for (;;) {
