@@ -7,10 +7,6 @@
 # before. A missing directory or no permission is the operator's to fix:
 # exit status 2.
 # The file systems are tmpfs mounts in a private mount namespace.
-if [ -z "${RELIABILITY_NS:-}" ]; then
-  unshare --mount true 2>/dev/null || { echo "SKIP: cannot make a mount namespace"; exit 77; }
-  RELIABILITY_NS=1 exec unshare --mount --propagation private sh "$0" "$@"
-fi
 . "$(dirname "$0")/lib.sh"
 need curl
 need sqlite3

@@ -5,10 +5,6 @@
 # by itself once space is freed; then it stops cleanly with an intact file.
 # The small file system is a tmpfs in a private mount namespace, filled
 # to the last byte by a file that is then removed.
-if [ -z "${RELIABILITY_NS:-}" ]; then
-  unshare --mount true 2>/dev/null || { echo "SKIP: cannot make a mount namespace"; exit 77; }
-  RELIABILITY_NS=1 exec unshare --mount --propagation private sh "$0" "$@"
-fi
 . "$(dirname "$0")/lib.sh"
 need curl
 need sqlite3
