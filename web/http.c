@@ -690,13 +690,14 @@ int http_read_pem(const char *path, const char *what, char **ret, char *err, siz
                 snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
                 goto out;
         }
+        errno = 0;
         n = fread(text, 1, PEM_MAX + 1, f);
+        text[n > PEM_MAX ? PEM_MAX : n] = '\0';
         if (ferror(f)) {
-                r = -EIO;
+                r = errno ? -errno : -EIO; /* EISDIR for a directory */
                 snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
                 goto out;
         }
-        text[n > PEM_MAX ? PEM_MAX : n] = '\0';
         snprintf(marker, sizeof(marker), "%s-----", what);
         if (n > PEM_MAX) {
                 r = -EFBIG;

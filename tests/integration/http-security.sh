@@ -117,6 +117,9 @@ check_tls() { # cert key expected-message
 check_tls "$TEST_TMP/missing.pem" "$TEST_TMP/key.pem" "reading $TEST_TMP/missing.pem: No such file"
 check_tls "$TEST_TMP/key.pem" "$TEST_TMP/cert.pem" "key.pem holds no PEM CERTIFICATE"
 check_tls "$TEST_TMP/cert.pem" "$TEST_TMP/cert.pem" "cert.pem holds no PEM PRIVATE KEY"
+check_tls "$TEST_TMP" "$TEST_TMP/key.pem" "Is a directory"
+head -c 70000 /dev/zero >"$TEST_TMP/big.pem"
+check_tls "$TEST_TMP/big.pem" "$TEST_TMP/key.pem" "big.pem is larger than 64 KiB"
 printf '[neurond]\ntls_cert = %s\ntls_key = %s\n' "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" >"$TEST_TMP/tls.conf"
 "$NEUROND" --config "$TEST_TMP/tls.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 ||
   fail "--check-config refused a good certificate and key: $(cat "$TEST_TMP/check.out")"
