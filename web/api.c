@@ -10,8 +10,17 @@
 #include "web/api.h"
 
 #define JSON_TYPE "application/json"
-/* Queries while the store has no database open (store_open_deferred()). */
-#define STORAGE_UNAVAILABLE "storage is unavailable: the database could not be opened yet; neurond keeps retrying"
+
+/* The 503 for a store that cannot answer (-EAGAIN: no database open yet,
+ * see store_open_deferred()); false when r is no error. */
+static bool reply_store_error(struct web_reply *reply, int r) {
+        if (r == -EAGAIN)
+                web_reply_error(reply, 503, "unavailable",
+                                "storage is unavailable: the database could not be opened yet; neurond keeps retrying");
+        else if (r < 0)
+                web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
+        return r < 0;
+}
 
 int64_t api_now_ms(void) {
         struct timespec ts;
@@ -339,14 +348,8 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 web_reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
                 return;
         }
-        if (r == -EAGAIN) {
-                web_reply_error(reply, 503, "unavailable", "%s", STORAGE_UNAVAILABLE);
+        if (reply_store_error(reply, r))
                 return;
-        }
-        if (r < 0) {
-                web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
-                return;
-        }
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
         for (size_t s = 0; s < res->n_series; s++) {
                 const struct store_series_result *sr = &res->series[s];
@@ -392,14 +395,8 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         struct series_desc *list = NULL;
         size_t count = 0;
         int r = store_list_series(ctx->store, metric, matchers, n_matchers, &list, &count);
-        if (r == -EAGAIN) {
-                web_reply_error(reply, 503, "unavailable", "%s", STORAGE_UNAVAILABLE);
+        if (reply_store_error(reply, r))
                 return;
-        }
-        if (r < 0) {
-                web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
-                return;
-        }
         struct buf *b = &reply->body;
         buf_puts(b, "{\"status\":\"success\",\"data\":[");
         for (size_t i = 0; i < count; i++) {
