@@ -380,7 +380,7 @@ void settings_print_help(const char *argv0) {
                "  -w, --web-root DIR       dashboard files (default " NEUROND_WEB_ROOT ")\n"
                "      --log-level LEVEL    error, warning, info or debug (default info)\n"
                "      --allow-root         run even as root (by default neurond refuses to)\n"
-               "      --check-config       validate settings and the backend, then exit\n"
+               "      --check-config       validate settings, auth and TLS files and the backend, then exit\n"
                "      --list-instances     print the device model's instance catalog and exit\n"
                "      --enable-admin       serve the model's fault endpoint /api/v1/admin/faults\n"
                "                           to loopback clients (config: admin = true)\n"
