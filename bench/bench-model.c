@@ -21,11 +21,11 @@ static double now_s(void) {
 int main(void) {
         static const char *const scenarios[] = { "training", "moe", "mixed" };
         printf("%-22s %-9s %7s %12s %16s\n", "instance", "scenario", "series", "us/tick", "us/1000 series");
-        for (size_t i = 0; i < model_catalog_size; i++)
+        for (size_t i = 0; i < catalog_size; i++)
                 for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++) {
                         char spec[128], err[256];
                         struct collector *c;
-                        snprintf(spec, sizeof(spec), "model:%s,scenario=%s", model_catalog[i].name, scenarios[s]);
+                        snprintf(spec, sizeof(spec), "model:%s,scenario=%s", catalog[i].name, scenarios[s]);
                         if (collector_open_spec(spec, &c, err, sizeof(err)) < 0) {
                                 fprintf(stderr, "%s\n", err);
                                 return 1;
@@ -42,7 +42,7 @@ int main(void) {
                         for (int k = 1; k <= TICKS; k++)
                                 c->ops->read(c, t + k * 1000, &b);
                         double per_tick = (now_s() - start) / TICKS * 1e6;
-                        printf("%-22s %-9s %7zu %12.1f %16.1f\n", model_catalog[i].name, scenarios[s], n, per_tick,
+                        printf("%-22s %-9s %7zu %12.1f %16.1f\n", catalog[i].name, scenarios[s], n, per_tick,
                                per_tick / ((double) n / 1000.0));
                         free(values);
                         free(valid);

@@ -42,10 +42,10 @@ static int64_t db_int(const char *path, const char *sql) {
 }
 
 /* Median time of runs of one query, in milliseconds. */
-static double time_query(struct store *s, const struct store_query *q, size_t *ret_points) {
+static double time_query(struct store *s, const struct history_query *q, size_t *ret_points) {
         double t[15];
         for (int i = 0; i < 15; i++) {
-                struct store_result *res = NULL;
+                struct history_result *res = NULL;
                 double a = now_s(CLOCK_MONOTONIC);
                 if (store_query_range(s, q, &res) < 0) {
                         fprintf(stderr, "query failed\n");
@@ -53,7 +53,7 @@ static double time_query(struct store *s, const struct store_query *q, size_t *r
                 }
                 t[i] = (now_s(CLOCK_MONOTONIC) - a) * 1000;
                 *ret_points = res->n_series ? res->series[0].n_points : 0;
-                store_result_free(res);
+                history_result_free(res);
         }
         for (int i = 0; i < 15; i++)
                 for (int j = i + 1; j < 15; j++)
@@ -154,12 +154,12 @@ int main(int argc, char **argv) {
         if (store_open(path, &s) < 0)
                 return 1;
         size_t points = 0;
-        struct store_query q = {
+        struct history_query q = {
                 .metric = c->inv.series[0].metric,
                 .start_ms = T0,
                 .end_ms = T0 + day_s * 1000 - 1,
                 .step_ms = day_s,
-                .agg = STORE_AGG_AVG,
+                .agg = HISTORY_AGG_AVG,
         };
         const struct metric_desc *m = &metric_table[q.metric];
         for (size_t l = 0; l < metric_label_count(m); l++) {

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "collectors/host.h"
+#include "lib/file.h"
+#include "lib/parse.h"
 
 #define DEFAULT_ROOT "/proc"
 /* /proc/stat grows with the CPU count; the "cpu " line comes first, so
@@ -39,16 +41,11 @@ static int parse_field(const char **p, const char *end, uint64_t *ret) {
         if (s == end)
                 return -ENODATA;
         const char *start = s;
-        for (; s < end && *s != ' '; s++) {
-                if (*s < '0' || *s > '9')
-                        return -EINVAL;
-                unsigned d = (unsigned) (*s - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                        return -ERANGE;
-                v = v * 10 + d;
-        }
-        if (s == start)
-                return -EINVAL;
+        while (s < end && *s != ' ')
+                s++;
+        int r = parse_u64(start, (size_t) (s - start), &v);
+        if (r < 0)
+                return r;
         *p = s;
         *ret = v;
         return 0;
@@ -144,7 +141,7 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         struct host_cpu_times cur;
 
         (void) now_ms;
-        int r = collector_read_file(h->root_fd, "stat", buf, STAT_HEAD, &len);
+        int r = file_read_at(h->root_fd, "stat", buf, STAT_HEAD, &len);
         /* Only the head matters (see STAT_HEAD): a longer file is fine. */
         if (r > 0)
                 r = 0;
@@ -168,7 +165,7 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         }
 
         struct host_memory mem;
-        r = collector_read_file(h->root_fd, "meminfo", buf, sizeof(buf), &len);
+        r = file_read_at(h->root_fd, "meminfo", buf, sizeof(buf), &len);
         if (r > 0)
                 r = 0;
         if (r == 0)

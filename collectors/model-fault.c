@@ -7,18 +7,11 @@
 #include <string.h>
 
 #include "collectors/model.h"
-#include "daemon/settings.h"
+#include "lib/parse.h"
 
 static const char *const kind_names[FAULT__COUNT] = {
         [FAULT_DEVICE_DOWN] = "device_down", [FAULT_CORE_STUCK] = "core_stuck",   [FAULT_ECC] = "ecc",
         [FAULT_LINK_DOWN] = "link_down",     [FAULT_EXEC_ERRORS] = "exec_errors",
-};
-
-/* The sysfs file names under stats/hardware/ (HARDWARE.md section 3). */
-const char *const model_ecc_names[ECC__COUNT] = {
-        [ECC_MEM_UNCORRECTED] = "mem_ecc_uncorrected",
-        [ECC_MEM_REPAIRABLE_UNCORRECTED] = "mem_ecc_repairable_uncorrected",
-        [ECC_SRAM_UNCORRECTED] = "sram_ecc_uncorrected",
 };
 
 #define EXEC_ERRORS_DEFAULT_RATE 100.0
@@ -27,6 +20,16 @@ const char *const model_ecc_names[ECC__COUNT] = {
 /* A fault starts within and lasts at most a year: far beyond any test, and
  * small enough that adding it to a tick's timestamp cannot overflow. */
 #define FAULT_TIME_MAX_MS (366LL * 24 * 3600 * 1000)
+
+/* A device or core index: up to 9 digits. */
+static int parse_index(const char *text, unsigned *ret) {
+        uint64_t v;
+        int r = parse_uint_range(text, 0, 999999999, &v);
+        if (r < 0)
+                return r;
+        *ret = (unsigned) v;
+        return 0;
+}
 
 /* A duration as the flags take it ("250ms", "30s", "1m30s"), up to a year. */
 static int parse_duration(const char *text, size_t len, int64_t *ret_ms) {
@@ -37,22 +40,9 @@ static int parse_duration(const char *text, size_t len, int64_t *ret_ms) {
                 return -EINVAL;
         memcpy(copy, text, len);
         copy[len] = '\0';
-        if (settings_parse_duration(copy, &ms) < 0 || ms > FAULT_TIME_MAX_MS)
+        if (parse_duration_ms(copy, &ms) < 0 || ms > FAULT_TIME_MAX_MS)
                 return -EINVAL;
         *ret_ms = ms;
-        return 0;
-}
-
-static int parse_uint(const char *text, size_t len, unsigned *ret) {
-        unsigned long v = 0;
-        if (len == 0 || len > 9)
-                return -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                if (text[i] < '0' || text[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (unsigned long) (text[i] - '0');
-        }
-        *ret = (unsigned) v;
         return 0;
 }
 
@@ -129,22 +119,22 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                                                      : "<device>");
                 return -EINVAL;
         }
-        if (parse_uint(fields[1], strlen(fields[1]), &f.target) < 0) {
+        if (parse_index(fields[1], &f.target) < 0) {
                 snprintf(err, errlen, "fault '%s': '%s' is not a device or core index", text, fields[1]);
                 return -EINVAL;
         }
         switch (f.kind) {
         case FAULT_LINK_DOWN:
-                if (strcmp(fields[2], "switch") != 0 && parse_uint(fields[2], strlen(fields[2]), &f.peer) < 0) {
+                if (strcmp(fields[2], "switch") != 0 && parse_index(fields[2], &f.peer) < 0) {
                         snprintf(err, errlen, "fault '%s': peer '%s' is not a device index nor 'switch'", text,
                                  fields[2]);
                         return -EINVAL;
                 }
                 break;
         case FAULT_ECC: {
-                int e = n_fields == 3 ? -1 : ECC_MEM_UNCORRECTED;
-                for (int i = 0; n_fields == 3 && i < ECC__COUNT; i++)
-                        if (strcmp(fields[2], model_ecc_names[i]) == 0)
+                int e = n_fields == 3 ? -1 : DRIVER_ECC_MEM_UNCORRECTED;
+                for (int i = 0; n_fields == 3 && i < DRIVER_ECC__COUNT; i++)
+                        if (strcmp(fields[2], driver_ecc_names[i]) == 0)
                                 e = i;
                 if (e < 0) {
                         snprintf(err, errlen,
@@ -153,7 +143,7 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                                  text, fields[2]);
                         return -EINVAL;
                 }
-                f.ecc = (enum model_ecc_type) e;
+                f.ecc = (enum driver_ecc) e;
                 break;
         }
         case FAULT_EXEC_ERRORS: {
@@ -204,7 +194,7 @@ void model_fault_format(const struct model_fault *f, char *out, size_t size) {
                         snprintf(arg, sizeof(arg), ":%u", f->peer);
                 break;
         case FAULT_ECC:
-                snprintf(arg, sizeof(arg), ":%s", model_ecc_names[f->ecc]);
+                snprintf(arg, sizeof(arg), ":%s", driver_ecc_names[f->ecc]);
                 break;
         case FAULT_EXEC_ERRORS:
                 snprintf(arg, sizeof(arg), ":%g", f->rate);
@@ -222,3 +212,39 @@ void model_fault_format(const struct model_fault *f, char *out, size_t size) {
         }
         snprintf(out, size, "%s:%u%s%s%s", kind_names[f->kind], f->target, arg, start, duration);
 }
+
+static int fault_ops_inject(void *impl, const char *spec, char *canonical, size_t canonical_size, char *err,
+                            size_t errlen) {
+        struct model_fault f;
+        int r = model_fault_parse(spec, &f, err, errlen);
+        if (r >= 0)
+                r = model_fault_inject(impl, &f, err, errlen);
+        if (r >= 0)
+                model_fault_format(&f, canonical, canonical_size);
+        return r;
+}
+
+static void fault_ops_clear(void *impl) {
+        model_fault_clear(impl);
+}
+
+static size_t fault_ops_list(void *impl, struct fault_entry *out, size_t max) {
+        struct model_fault_status faults[64];
+        size_t n = model_fault_list(impl, faults, sizeof(faults) / sizeof(faults[0]));
+
+        for (size_t i = 0; i < n && i < max && i < sizeof(faults) / sizeof(faults[0]); i++) {
+                out[i] = (struct fault_entry){
+                        .pending = faults[i].pending,
+                        .start_ms = faults[i].start_ms,
+                        .end_ms = faults[i].end_ms,
+                };
+                model_fault_format(&faults[i].fault, out[i].spec, sizeof(out[i].spec));
+        }
+        return n;
+}
+
+const struct fault_ops model_fault_ops = {
+        .inject = fault_ops_inject,
+        .clear = fault_ops_clear,
+        .list = fault_ops_list,
+};

@@ -32,17 +32,9 @@ static const char *const scenario_names[] = {
 /* What a NeuronCore runs. A scenario is an assignment of jobs to cores. */
 enum job { JOB_FREE, JOB_ALLOCATED_IDLE, JOB_STEADY, JOB_TRAINING, JOB_INFERENCE, JOB_MOE, JOB__COUNT };
 
-/* The driver's device-memory categories (HARDWARE.md section 3). */
-#define CATEGORIES 11
-static const char *const category_names[CATEGORIES] = {
-        "model_code",     "tensors",       "constants",     "model_shared_scratchpad",
-        "runtime_memory", "driver_memory", "collectives",   "nonshared_scratchpad",
-        "notifications",  "dma_rings",     "uncategorized",
-};
-
 /* How each job's allocation splits into the categories, in thousandths;
  * the last category takes the rounding rest. */
-static const unsigned category_share[JOB__COUNT][CATEGORIES] = {
+static const unsigned category_share[JOB__COUNT][DRIVER_MEMORY_CATEGORIES] = {
         [JOB_FREE] = { 0, 0, 0, 0, 0, 700, 0, 0, 50, 250, 0 },
         [JOB_ALLOCATED_IDLE] = { 20, 620, 150, 100, 40, 10, 0, 40, 5, 10, 5 },
         [JOB_STEADY] = { 20, 560, 120, 130, 40, 10, 30, 70, 5, 10, 5 },
@@ -78,7 +70,7 @@ struct model_state {
         double *hbm_rate;    /* [device * 2] read, write bytes per second */
         double *dma_rate;    /* [device * DMA__COUNT] bytes per second */
         double *power;       /* [device] 0-1, instantaneous */
-        double *ecc_rate;    /* [device * ECC__COUNT] events per second */
+        double *ecc_rate;    /* [device * DRIVER_ECC__COUNT] events per second */
         double *tx_rate;     /* [link] bytes per second */
         double *rx_rate;     /* [link] bytes per second */
         double *demand;      /* [device] NeuronLink demand 0-1 */
@@ -95,7 +87,7 @@ struct model_state {
 
 struct model {
         struct collector base;
-        const struct model_instance *instance;
+        const struct catalog_instance *instance;
         enum scenario scenario;
         uint64_t seed;
         bool categories;
@@ -113,7 +105,7 @@ struct model {
         double *exec_ok, *exec_fail; /* [core] */
         double *hbm_bytes;           /* [device * 2] */
         double *dma_bytes;           /* [device * DMA__COUNT] */
-        double *ecc_events;          /* [device * ECC__COUNT] */
+        double *ecc_events;          /* [device * DRIVER_ECC__COUNT] */
         double *tx_bytes, *rx_bytes; /* [link] */
         double *power_avg;           /* [device] gauge, a one-minute moving average */
         int64_t last_ms;             /* simulated time integrated so far; -1 before the first read */
@@ -181,7 +173,7 @@ static bool moe_all_to_all(int64_t s) {
 /* Fills util, mem, executions and host traffic of one core for second s. */
 static void core_second(struct model *m, unsigned core, int64_t s) {
         struct model_state *st = &m->st;
-        const struct model_chip *chip = m->instance->chip;
+        const struct catalog_chip *chip = m->instance->chip;
         double share = (double) chip->memory_bytes / chip->cores;
         unsigned d = core / m->cores, g = m->group[d];
         double u = 0, mem = 0, ok = 0, in = 0, out = 0;
@@ -294,7 +286,7 @@ static bool link_cut(const struct model *m, const struct model_link *l, int64_t 
 /* Computes every rate in force during simulated second s. */
 static void state_compute(struct model *m, int64_t s) {
         struct model_state *st = &m->st;
-        const struct model_chip *chip = m->instance->chip;
+        const struct catalog_chip *chip = m->instance->chip;
         unsigned n_dev = m->n_dev;
 
         if (st->second == s)
@@ -303,7 +295,7 @@ static void state_compute(struct model *m, int64_t s) {
         memset(st->down, 0, n_dev);
         memset(st->off_switch, 0, n_dev);
         memset(st->stuck, 0, m->n_cores);
-        memset(st->ecc_rate, 0, (size_t) n_dev * ECC__COUNT * sizeof(double));
+        memset(st->ecc_rate, 0, (size_t) n_dev * DRIVER_ECC__COUNT * sizeof(double));
         memset(st->host_in, 0, n_dev * sizeof(double));
         memset(st->host_out, 0, n_dev * sizeof(double));
         for (size_t i = 0; i < m->n_active; i++) {
@@ -317,7 +309,7 @@ static void state_compute(struct model *m, int64_t s) {
                 else if (f->fault.kind == FAULT_LINK_DOWN && f->fault.peer == MODEL_PEER_SWITCH)
                         st->off_switch[f->fault.target] = 1;
                 else if (f->fault.kind == FAULT_ECC)
-                        st->ecc_rate[f->fault.target * ECC__COUNT + f->fault.ecc] += 1;
+                        st->ecc_rate[f->fault.target * DRIVER_ECC__COUNT + f->fault.ecc] += 1;
         }
 
         for (unsigned c = 0; c < m->n_cores; c++)
@@ -345,8 +337,8 @@ static void state_compute(struct model *m, int64_t s) {
                                 st->util[c] = st->ok_rate[c] = st->fail_rate[c] = 0;
                         }
                         st->host_in[d] = st->host_out[d] = 0;
-                        for (int e = 0; e < ECC__COUNT; e++)
-                                st->ecc_rate[d * ECC__COUNT + e] = 0;
+                        for (int e = 0; e < DRIVER_ECC__COUNT; e++)
+                                st->ecc_rate[d * DRIVER_ECC__COUNT + e] = 0;
                 }
         }
 
@@ -474,8 +466,9 @@ static void model_advance(struct model *m, int64_t from_ms, int64_t to_ms) {
                                 m->hbm_bytes[d * 2 + i] += st->hbm_rate[d * 2 + i] * dt;
                         for (int i = 0; i < DMA__COUNT; i++)
                                 m->dma_bytes[d * DMA__COUNT + i] += st->dma_rate[d * DMA__COUNT + i] * dt;
-                        for (int i = 0; i < ECC__COUNT; i++)
-                                m->ecc_events[d * ECC__COUNT + i] += st->ecc_rate[d * ECC__COUNT + i] * dt;
+                        for (int i = 0; i < DRIVER_ECC__COUNT; i++)
+                                m->ecc_events[d * DRIVER_ECC__COUNT + i] +=
+                                        st->ecc_rate[d * DRIVER_ECC__COUNT + i] * dt;
                         if (!st->down[d])
                                 m->power_avg[d] = st->power[d] + (m->power_avg[d] - st->power[d]) * keep;
                 }
@@ -496,11 +489,11 @@ static double whole(double v) {
 static void split_categories(const struct model *m, unsigned core, double total, double *out) {
         const unsigned *share = category_share[m->job[core]];
         double rest = total;
-        for (int i = 0; i < CATEGORIES - 1; i++) {
+        for (int i = 0; i < DRIVER_MEMORY_CATEGORIES - 1; i++) {
                 out[i] = pages(total * share[i] / 1000.0);
                 rest -= out[i];
         }
-        out[CATEGORIES - 1] = rest;
+        out[DRIVER_MEMORY_CATEGORIES - 1] = rest;
 }
 
 static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *out) {
@@ -542,8 +535,9 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
                         out->valid[m->off_ok + core] = out->valid[m->off_err + core] = 1;
                         if (m->categories) {
                                 split_categories(m, core, st->mem[core],
-                                                 &out->values[m->off_cat + (size_t) core * CATEGORIES]);
-                                memset(&out->valid[m->off_cat + (size_t) core * CATEGORIES], 1, CATEGORIES);
+                                                 &out->values[m->off_cat + (size_t) core * DRIVER_MEMORY_CATEGORIES]);
+                                memset(&out->valid[m->off_cat + (size_t) core * DRIVER_MEMORY_CATEGORIES], 1,
+                                       DRIVER_MEMORY_CATEGORIES);
                         }
                 }
                 out->values[m->off_dev_mem + d] = used;
@@ -558,9 +552,10 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
                         out->values[m->off_dma + d * DMA__COUNT + i] = whole(m->dma_bytes[d * DMA__COUNT + i]);
                         out->valid[m->off_dma + d * DMA__COUNT + i] = 1;
                 }
-                for (int i = 0; i < ECC__COUNT; i++) {
-                        out->values[m->off_ecc + d * ECC__COUNT + i] = whole(m->ecc_events[d * ECC__COUNT + i]);
-                        out->valid[m->off_ecc + d * ECC__COUNT + i] = 1;
+                for (int i = 0; i < DRIVER_ECC__COUNT; i++) {
+                        out->values[m->off_ecc + d * DRIVER_ECC__COUNT + i] =
+                                whole(m->ecc_events[d * DRIVER_ECC__COUNT + i]);
+                        out->valid[m->off_ecc + d * DRIVER_ECC__COUNT + i] = 1;
                 }
         }
         /* A link's series belong to its device: they go with it. */
@@ -672,7 +667,7 @@ static void model_close(struct collector *c) {
 }
 
 struct options {
-        const struct model_instance *instance;
+        const struct catalog_instance *instance;
         enum scenario scenario;
         uint64_t seed;
         double speed;
@@ -683,7 +678,7 @@ struct options {
 
 static int parse_options(const struct collector_args *args, struct options *ret) {
         struct options o = {
-                .instance = model_catalog_find(DEFAULT_INSTANCE), .scenario = SCENARIO_STEADY, .seed = 1, .speed = 1
+                .instance = catalog_find(DEFAULT_INSTANCE), .scenario = SCENARIO_STEADY, .seed = 1, .speed = 1
         };
         char buf[1024];
 
@@ -705,7 +700,7 @@ static int parse_options(const struct collector_args *args, struct options *ret)
                                 snprintf(args->err, args->errlen, "model: option '%s' needs a value", tok);
                                 return -EINVAL;
                         }
-                        o.instance = model_catalog_find(tok);
+                        o.instance = catalog_find(tok);
                         if (!o.instance) {
                                 snprintf(args->err, args->errlen,
                                          "model: unknown instance type '%s' (see --list-instances)", tok);
@@ -823,8 +818,8 @@ static void assign_jobs(struct model *m) {
  * moves also goes through HBM, so capacities are scaled down where NeuronLink
  * plus host DMA would exceed LINK_HBM_SHARE of the memory bandwidth. */
 static int build_topology(struct model *m) {
-        const struct model_instance *inst = m->instance;
-        const struct model_chip *chip = inst->chip;
+        const struct catalog_instance *inst = m->instance;
+        const struct catalog_chip *chip = inst->chip;
         struct inventory *inv = &m->base.inv;
         unsigned per = inst->torus_width * inst->torus_height;
 
@@ -837,7 +832,7 @@ static int build_topology(struct model *m) {
                 dev->peers = calloc(m->n_dev, sizeof(unsigned));
                 if (!dev->peers)
                         return -ENOMEM;
-                dev->n_peers = model_topology_peers(inst, d, dev->peers);
+                dev->n_peers = catalog_topology_peers(inst, d, dev->peers);
         }
         if (inst->topology == TOPOLOGY_SWITCH)
                 m->n_links = m->n_dev;
@@ -937,11 +932,11 @@ static int build_series(struct model *m) {
                 return r;
         m->off_cat = inv->n_series;
         for (unsigned c = 0; m->categories && c < m->n_cores; c++)
-                for (int k = 0; k < CATEGORIES; k++) {
+                for (int k = 0; k < DRIVER_MEMORY_CATEGORIES; k++) {
                         snprintf(dev, sizeof(dev), "%u", c / m->cores);
                         snprintf(core, sizeof(core), "%u", c);
                         r = inventory_add_series(inv, METRIC_CORE_MEMORY_CATEGORY,
-                                                 (const char *[]){ dev, core, category_names[k] });
+                                                 (const char *[]){ dev, core, driver_memory_categories[k] });
                         if (r < 0)
                                 return r;
                 }
@@ -953,7 +948,7 @@ static int build_series(struct model *m) {
             (r = add_device_family(m, METRIC_DEVICE_HBM_BYTES, hbm_dirs, 2, &m->off_hbm)) < 0 ||
             (r = add_device_family(m, METRIC_DEVICE_DMA_BYTES, dma_direction_names, DMA__COUNT, &m->off_dma)) < 0 ||
             (r = add_device_family(m, METRIC_DEVICE_POWER_UTILIZATION, NULL, 0, &m->off_power)) < 0 ||
-            (r = add_device_family(m, METRIC_DEVICE_ECC_EVENTS, model_ecc_names, ECC__COUNT, &m->off_ecc)) < 0)
+            (r = add_device_family(m, METRIC_DEVICE_ECC_EVENTS, driver_ecc_names, DRIVER_ECC__COUNT, &m->off_ecc)) < 0)
                 return r;
         for (int pass = 0; pass < 2; pass++) {
                 *(pass ? &m->off_rx : &m->off_tx) = inv->n_series;
@@ -986,7 +981,7 @@ static int alloc_state(struct model *m) {
                 { &st->hbm_rate, nd * 2 },
                 { &st->dma_rate, nd * DMA__COUNT },
                 { &st->power, nd },
-                { &st->ecc_rate, nd * ECC__COUNT },
+                { &st->ecc_rate, nd * DRIVER_ECC__COUNT },
                 { &st->tx_rate, nl },
                 { &st->rx_rate, nl },
                 { &st->demand, nd },
@@ -999,7 +994,7 @@ static int alloc_state(struct model *m) {
                 { &m->exec_fail, nc },
                 { &m->hbm_bytes, nd * 2 },
                 { &m->dma_bytes, nd * DMA__COUNT },
-                { &m->ecc_events, nd * ECC__COUNT },
+                { &m->ecc_events, nd * DRIVER_ECC__COUNT },
                 { &m->tx_bytes, nl },
                 { &m->rx_bytes, nl },
                 { &m->power_avg, nd },
@@ -1032,7 +1027,7 @@ static int model_open(const struct collector_args *args, struct collector **ret)
         r = parse_options(args, o);
         if (r < 0)
                 goto out;
-        const struct model_instance *instance = o->instance;
+        const struct catalog_instance *instance = o->instance;
         m = calloc(1, sizeof(*m));
         if (!m) {
                 r = -ENOMEM;

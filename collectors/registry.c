@@ -1,8 +1,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <unistd.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,34 +15,6 @@ static const struct collector_ops *const registry[] = {
         &sysfs_collector_ops,
         &model_collector_ops,
 };
-
-void inventory_free(struct inventory *inv) {
-        if (!inv)
-                return;
-        /* n_devices may be set before the array's allocation failed. */
-        for (unsigned i = 0; inv->devices && i < inv->n_devices; i++)
-                free(inv->devices[i].peers);
-        free(inv->devices);
-        free(inv->series);
-        *inv = (struct inventory){ 0 };
-}
-
-int inventory_add_series(struct inventory *inv, enum metric_id metric, const char *const *label_values) {
-        /* Grow by doubling: inventories are built once at open. */
-        size_t n = inv->n_series;
-        if ((n & (n - 1)) == 0) {
-                struct series_desc *grown = realloc(inv->series, (n ? 2 * n : 1) * sizeof(*grown));
-                if (!grown)
-                        return -ENOMEM;
-                inv->series = grown;
-        }
-        struct series_desc *s = &inv->series[n];
-        *s = (struct series_desc){ .metric = metric };
-        for (size_t i = 0; i < metric_label_count(&metric_table[metric]); i++)
-                snprintf(s->label_values[i], sizeof(s->label_values[i]), "%s", label_values[i]);
-        inv->n_series = n + 1;
-        return 0;
-}
 
 int collector_open_spec(const char *spec, struct collector **ret, char *err, size_t errlen) {
         char name[32];
@@ -102,36 +72,6 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
         snprintf(err, errlen, "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>] or auto)",
                  spec);
         return -EINVAL;
-}
-
-int collector_read_file(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
-        int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        size_t len = 0;
-        int r = 0;
-
-        if (fd < 0)
-                return -errno;
-        while (r == 0) {
-                char probe;
-                /* A full buffer: one more byte tells a file that fit exactly
-                 * from one that was cut. */
-                ssize_t n = len < size ? read(fd, buf + len, size - len) : read(fd, &probe, 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        r = -errno;
-                else if (n == 0)
-                        break;
-                else if (len == size)
-                        r = 1;
-                else
-                        len += (size_t) n;
-        }
-        close(fd);
-        if (r < 0)
-                return r;
-        *ret_len = len;
-        return r;
 }
 
 void collector_close(struct collector *c) {

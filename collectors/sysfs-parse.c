@@ -5,61 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/model.h"
+#include "lib/catalog.h"
 #include "collectors/sysfs.h"
-
-/* Driver order (aws-neuron-driver, neuron_sysfs_metrics.c). */
-const char *const sysfs_memory_categories[] = {
-        "model_code",     "tensors",       "constants",     "model_shared_scratchpad",
-        "runtime_memory", "driver_memory", "collectives",   "nonshared_scratchpad",
-        "notifications",  "dma_rings",     "uncategorized",
-};
-const size_t sysfs_n_memory_categories = sizeof(sysfs_memory_categories) / sizeof(sysfs_memory_categories[0]);
-
-const char *const sysfs_status_names[] = {
-        "success",
-        "failure",
-        "timeout",
-        "exec_bad_input",
-        "hw_error",
-        "execute_completed_with_error",
-        "execute_completed_with_num_error",
-        "generic_error",
-        "resource_error",
-        "resource_nc_error",
-        "execute_failed_to_queue",
-        "invalid_error",
-        "unsupported_neff_version",
-        "oob_error",
-        "hw_collectives_error",
-        "hw_hbm_ue_error",
-        "hw_nc_ue_error",
-        "hw_dma_abort_error",
-        "execute_sw_nq_overflow",
-        "execute_sw_semaphore_error",
-        "execute_sw_event_error",
-        "execute_sw_psum_collision",
-        "execute_sw_sequencer_fatal",
-        "hw_repairable_hbm_ue_error",
-};
-const size_t sysfs_n_status_names = sizeof(sysfs_status_names) / sizeof(sysfs_status_names[0]);
-
-/* Digits only, no sign, no spaces; the whole span. */
-static int parse_digits(const char *p, size_t len, uint64_t *ret) {
-        uint64_t v = 0;
-        if (len == 0)
-                return -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                if (p[i] < '0' || p[i] > '9')
-                        return -EINVAL;
-                unsigned d = (unsigned) (p[i] - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                        return -ERANGE;
-                v = v * 10 + d;
-        }
-        *ret = v;
-        return 0;
-}
+#include "lib/parse.h"
 
 /* A decimal with an optional fraction ("12.50"), as the driver prints with
  * %.2f; parsed by hand so that "nan", "inf" or hex never get through. */
@@ -69,14 +17,14 @@ static int parse_decimal(const char *p, size_t len, double *ret) {
         uint64_t ip, fp = 0;
         double scale = 1;
 
-        int r = parse_digits(p, int_len, &ip);
+        int r = parse_u64(p, int_len, &ip);
         if (r < 0)
                 return r;
         if (dot) {
                 size_t frac_len = len - int_len - 1;
                 if (frac_len == 0 || frac_len > 9)
                         return -EINVAL;
-                r = parse_digits(dot + 1, frac_len, &fp);
+                r = parse_u64(dot + 1, frac_len, &fp);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < frac_len; i++)
@@ -95,7 +43,7 @@ int sysfs_parse_u64(const char *buf, size_t len, uint64_t *ret) {
         len = chomp(buf, len);
         if (len == 0)
                 return -ENODATA;
-        return parse_digits(buf, len, ret);
+        return parse_u64(buf, len, ret);
 }
 
 int sysfs_parse_string(const char *buf, size_t len, char *out, size_t size) {
@@ -152,7 +100,7 @@ int sysfs_parse_power(const char *buf, size_t len, struct sysfs_power *ret) {
                 p.status = SYSFS_POWER_INVALID;
         else
                 return -EINVAL;
-        r = parse_digits(f[1], fl[1], &p.epoch_seconds);
+        r = parse_u64(f[1], fl[1], &p.epoch_seconds);
         if (r < 0)
                 return -EINVAL;
         if (parse_decimal(f[2], fl[2], &p.min) < 0 || parse_decimal(f[3], fl[3], &p.max) < 0 ||
@@ -193,9 +141,9 @@ int sysfs_parse_pe_counters(const char *buf, size_t len, struct sysfs_pe_counter
                 const char *f[4];
                 size_t fl[4];
                 uint64_t group, mm, wl, idle;
-                if (split_fields(line, line_len, 4, f, fl) < 0 || parse_digits(f[0], fl[0], &group) < 0 ||
-                    parse_digits(f[1], fl[1], &mm) < 0 || parse_digits(f[2], fl[2], &wl) < 0 ||
-                    parse_digits(f[3], fl[3], &idle) < 0)
+                if (split_fields(line, line_len, 4, f, fl) < 0 || parse_u64(f[0], fl[0], &group) < 0 ||
+                    parse_u64(f[1], fl[1], &mm) < 0 || parse_u64(f[2], fl[2], &wl) < 0 ||
+                    parse_u64(f[3], fl[3], &idle) < 0)
                         return -EINVAL;
                 /* Row groups are numbered from 0 in order; anything else is a
                  * torn or truncated read. */
@@ -229,15 +177,15 @@ int sysfs_parse_device_name(const char *name, unsigned *ret) {
         /* No leading zeros: "neuron01" is not a driver name. */
         if (name[6] == '0' && name[7] != '\0')
                 return -EINVAL;
-        if (parse_digits(name + 6, strlen(name + 6), &v) < 0 || v > 65535)
+        if (parse_u64(name + 6, strlen(name + 6), &v) < 0 || v > 65535)
                 return -EINVAL;
         *ret = (unsigned) v;
         return 0;
 }
 
 int sysfs_capacity_for(const char *device_name, uint64_t *ret) {
-        for (size_t i = 0; i < model_catalog_size; i++) {
-                const struct model_chip *chip = model_catalog[i].chip;
+        for (size_t i = 0; i < catalog_size; i++) {
+                const struct catalog_chip *chip = catalog[i].chip;
                 if (strcmp(chip->device_name, device_name) == 0) {
                         *ret = chip->memory_bytes;
                         return 0;

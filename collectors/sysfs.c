@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "collectors/sysfs.h"
+#include "lib/driver.h"
+#include "lib/file.h"
 
 #define DEFAULT_ROOT "/sys"
 #define MAX_DEVICES 1024
@@ -51,7 +53,7 @@ struct sysfs {
 
 /* A sysfs attribute longer than the buffer is not one we know: refuse it. */
 static int read_attr(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
-        int r = collector_read_file(dir_fd, path, buf, size, ret_len);
+        int r = file_read_at(dir_fd, path, buf, size, ret_len);
         return r > 0 ? -EFBIG : r;
 }
 
@@ -164,18 +166,18 @@ static int add_core(struct sysfs *s, unsigned pos, unsigned phys, unsigned host_
         if (r < 0)
                 return r;
         has_mem = s->base.inv.n_series > before;
-        for (size_t i = 0; i < sysfs_n_memory_categories; i++) {
-                snprintf(rel, sizeof(rel), "stats/memory_usage/device_mem/%s/total", sysfs_memory_categories[i]);
+        for (size_t i = 0; i < DRIVER_MEMORY_CATEGORIES; i++) {
+                snprintf(rel, sizeof(rel), "stats/memory_usage/device_mem/%s/total", driver_memory_categories[i]);
                 r = add_if_exists(s, METRIC_CORE_MEMORY_CATEGORY,
-                                  (const char *const[]){ dev, core, sysfs_memory_categories[i] }, SOURCE_U64, pos, base,
-                                  rel);
+                                  (const char *const[]){ dev, core, driver_memory_categories[i] }, SOURCE_U64, pos,
+                                  base, rel);
                 if (r < 0)
                         return r;
         }
-        for (size_t i = 0; i < sysfs_n_status_names; i++) {
-                snprintf(rel, sizeof(rel), "stats/status/%s/total", sysfs_status_names[i]);
+        for (size_t i = 0; i < DRIVER_STATUS_NAMES; i++) {
+                snprintf(rel, sizeof(rel), "stats/status/%s/total", driver_status_names[i]);
                 r = add_if_exists(s, METRIC_CORE_EXECUTION_STATUS,
-                                  (const char *const[]){ dev, core, sysfs_status_names[i] }, SOURCE_U64, pos, base,
+                                  (const char *const[]){ dev, core, driver_status_names[i] }, SOURCE_U64, pos, base,
                                   rel);
                 if (r < 0)
                         return r;
@@ -183,9 +185,6 @@ static int add_core(struct sysfs *s, unsigned pos, unsigned phys, unsigned host_
         *ret_has_mem = has_mem;
         return 0;
 }
-
-static const char *const ecc_names[] = { "mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected",
-                                         "sram_ecc_uncorrected" };
 
 /* Reads one device's inventory and adds its series. */
 static int add_device(struct sysfs *s, unsigned pos, unsigned index, unsigned first_core) {
@@ -238,10 +237,10 @@ static int add_device(struct sysfs *s, unsigned pos, unsigned index, unsigned fi
         if (r == 0)
                 r = add_if_exists(s, METRIC_DEVICE_POWER_UTILIZATION, labels, SOURCE_POWER, pos, base,
                                   "stats/power/utilization");
-        for (size_t i = 0; i < sizeof(ecc_names) / sizeof(ecc_names[0]) && r == 0; i++) {
-                snprintf(path, sizeof(path), "stats/hardware/%s", ecc_names[i]);
-                r = add_if_exists(s, METRIC_DEVICE_ECC_EVENTS, (const char *const[]){ dev, ecc_names[i] }, SOURCE_U64,
-                                  pos, base, path);
+        for (size_t i = 0; i < sizeof(driver_ecc_names) / sizeof(driver_ecc_names[0]) && r == 0; i++) {
+                snprintf(path, sizeof(path), "stats/hardware/%s", driver_ecc_names[i]);
+                r = add_if_exists(s, METRIC_DEVICE_ECC_EVENTS, (const char *const[]){ dev, driver_ecc_names[i] },
+                                  SOURCE_U64, pos, base, path);
         }
         return r;
 }

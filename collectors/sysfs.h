@@ -81,15 +81,8 @@ int sysfs_busy_ratio(const struct sysfs_pe_counters *prev, const struct sysfs_pe
 /* Parses a device directory name "neuron<N>". Returns 0 or -EINVAL. */
 int sysfs_parse_device_name(const char *name, unsigned *ret);
 
-/* HBM capacity of a chip by its sysfs device_name, from the device model's
+/* HBM capacity of a chip by its sysfs device_name, from the chip
  * catalog. Returns 0 or -ENOENT when the chip is not in the catalog. */
 int sysfs_capacity_for(const char *device_name, uint64_t *ret);
-
-/* The 11 device-memory categories and 24 execution status names of the
- * driver, in its order. */
-extern const char *const sysfs_memory_categories[];
-extern const size_t sysfs_n_memory_categories;
-extern const char *const sysfs_status_names[];
-extern const size_t sysfs_n_status_names;
 
 extern const struct collector_ops sysfs_collector_ops;

@@ -13,15 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/notify.h"
-
-static int64_t clock_ns(clockid_t id) {
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "lib/clock.h"
+#include "lib/log.h"
 
 int loop_init(struct loop *l, struct collector *const *collectors, size_t n_collectors, struct store *store,
               struct snapshot_slot *latest, int64_t interval_ms) {
@@ -194,7 +189,7 @@ int loop_tick(struct loop *l) {
                 atomic_fetch_add_explicit(&l->samples_stored, stored, memory_order_relaxed);
         }
         if (r != l->store_error) {
-                struct store_stats st;
+                struct history_stats st;
                 store_get_stats(l->store, &st);
                 if (r < 0)
                         log_error("storing tick %llu failed: %s%s", (unsigned long long) snap->tick, strerror(-r),

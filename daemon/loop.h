@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "collectors/collector.h"
-#include "daemon/snapshot.h"
+#include "lib/snapshot.h"
 #include "storage/store.h"
 
 /* A failing collector is retried at most this many intervals apart. */

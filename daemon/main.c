@@ -14,11 +14,12 @@
 #include "collectors/collector.h"
 #include "collectors/host.h"
 #include "collectors/model.h"
-#include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/notify.h"
 #include "daemon/settings.h"
-#include "daemon/snapshot.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/snapshot.h"
 #include "storage/store.h"
 #include "web/api.h"
 #include "web/expo.h"
@@ -30,15 +31,15 @@ static void list_instances(void) {
         printf("%-22s %-11s %-13s %7s %5s %9s %11s %9s %-14s %-13s %5s %9s\n", "INSTANCE", "CHIP", "NEURONCORE",
                "DEVICES", "CORES", "MEM_GiB", "MEM_BW_TB/s", "LINK_GB/s", "NEURONLINK", "TOPOLOGY", "VCPUS",
                "HOST_GiB");
-        for (size_t i = 0; i < model_catalog_size; i++) {
-                const struct model_instance *m = &model_catalog[i];
-                const struct model_chip *c = m->chip;
+        for (size_t i = 0; i < catalog_size; i++) {
+                const struct catalog_instance *m = &catalog[i];
+                const struct catalog_chip *c = m->chip;
                 double gib = 1024.0 * 1024.0 * 1024.0;
                 printf("%-22s %-11s %-13s %7u %5u %9.0f %11.1f %9.0f %-14s %-13s %5u %9.0f\n", m->name, c->device_name,
                        c->core_version, m->devices, m->devices * c->cores,
                        (double) m->devices * (double) c->memory_bytes / gib, m->devices * c->memory_bandwidth / 1e12,
                        (m->link_bandwidth + m->cross_link_bandwidth) / 1e9,
-                       m->link_bandwidth > 0 ? c->link_version : "-", model_topology_name(m), m->host_vcpus,
+                       m->link_bandwidth > 0 ? c->link_version : "-", catalog_topology_name(m), m->host_vcpus,
                        (double) m->host_memory_bytes / gib);
         }
 }
@@ -287,14 +288,14 @@ int main(int argc, char **argv) {
                         .samples_stored = &loop.samples_stored,
                         .store_errors = &loop.store_errors,
                         .http_requests = http_requests,
-                        .store = store,
                 },
                 .latest = &latest,
-                .store = store,
+                .history = { &store_history_ops, store },
                 .interval_ms = settings.interval_ms,
                 .time_scale = loop.time_scale,
-                .started_ms = api_now_ms(),
-                .admin = settings.admin ? backend : NULL,
+                .started_ms = clock_wall_ms(),
+                .admin = settings.admin,
+                .faults = { model_is(backend) ? &model_fault_ops : NULL, backend },
                 .tls_cert = tls_cert,
                 .tls_key = tls_key,
                 .auth = auth,
@@ -305,6 +306,7 @@ int main(int argc, char **argv) {
                 .max_header_bytes = settings.max_header_bytes,
                 .http_requests = http_requests,
         };
+        web.self.history = &web.history;
         /* The first tick runs before the server starts, so /metrics never
          * answers empty. */
         loop_tick(&loop);

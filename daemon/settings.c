@@ -12,46 +12,7 @@
 #include <unistd.h>
 
 #include "daemon/settings.h"
-
-int settings_parse_duration(const char *text, int64_t *ret_ms) {
-        static const struct {
-                const char *suffix;
-                int64_t ms;
-        } units[] = {
-                /* "ms" before "m" so the longer suffix wins. */
-                { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 }, { "w", 604800000 },
-        };
-        const char *p = text;
-        int64_t total = 0;
-
-        if (!text || !*text)
-                return -EINVAL;
-        while (*p) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                int64_t n = 0;
-                while (*p >= '0' && *p <= '9') {
-                        if (n > (INT64_MAX - 9) / 10)
-                                return -EINVAL;
-                        n = n * 10 + (*p++ - '0');
-                }
-                size_t u;
-                for (u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-                        size_t len = strlen(units[u].suffix);
-                        if (strncmp(p, units[u].suffix, len) == 0 && !(p[len] >= 'a' && p[len] <= 'z')) {
-                                p += len;
-                                break;
-                        }
-                }
-                if (u == sizeof(units) / sizeof(units[0]))
-                        return -EINVAL;
-                if (n > (INT64_MAX - total) / units[u].ms)
-                        return -EINVAL;
-                total += n * units[u].ms;
-        }
-        *ret_ms = total;
-        return 0;
-}
+#include "lib/parse.h"
 
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len) {
         char host[INET6_ADDRSTRLEN + 2];
@@ -103,49 +64,10 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
         return 0;
 }
 
-static int parse_log_level(const char *text, enum log_level *ret) {
-        static const struct {
-                const char *name;
-                enum log_level level;
-        } levels[] = {
-                { "error", LOG_LEVEL_ERROR },
-                { "warning", LOG_LEVEL_WARNING },
-                { "info", LOG_LEVEL_INFO },
-                { "debug", LOG_LEVEL_DEBUG },
-        };
-        for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
-                if (strcmp(text, levels[i].name) == 0) {
-                        *ret = levels[i].level;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
 static int copy_path(char *dst, size_t size, const char *value) {
         if (!*value || strlen(value) >= size)
                 return -EINVAL;
         memcpy(dst, value, strlen(value) + 1);
-        return 0;
-}
-
-static int parse_bool(const char *text, bool *ret) {
-        if (!strcmp(text, "true") || !strcmp(text, "yes") || !strcmp(text, "1") || !strcmp(text, "on"))
-                *ret = true;
-        else if (!strcmp(text, "false") || !strcmp(text, "no") || !strcmp(text, "0") || !strcmp(text, "off"))
-                *ret = false;
-        else
-                return -EINVAL;
-        return 0;
-}
-
-static int parse_uint(const char *text, unsigned long min, unsigned long max, unsigned long *ret) {
-        size_t len = strlen(text);
-        if (len == 0 || len > 9 || strspn(text, "0123456789") != len)
-                return -EINVAL;
-        unsigned long v = strtoul(text, NULL, 10);
-        if (v < min || v > max)
-                return -EINVAL;
-        *ret = v;
         return 0;
 }
 
@@ -161,7 +83,7 @@ static int settings_apply_http(struct settings *s, const char *key, const char *
                 { "bearer_token_file", offsetof(struct settings, bearer_token_file), sizeof(s->bearer_token_file) },
                 { "cors_origin", offsetof(struct settings, cors_origin), sizeof(s->cors_origin) },
         };
-        unsigned long v;
+        uint64_t v;
 
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
                 if (strcmp(key, paths[i].key) == 0) {
@@ -177,20 +99,20 @@ static int settings_apply_http(struct settings *s, const char *key, const char *
                         return -EINVAL;
                 }
         } else if (strcmp(key, "max_connections") == 0) {
-                if (parse_uint(value, 16, 65536, &v) < 0) {
+                if (parse_uint_range(value, 16, 65536, &v) < 0) {
                         snprintf(err, errlen, "max_connections: '%s' is not a number from 16 to 65536", value);
                         return -EINVAL;
                 }
                 s->max_connections = (unsigned) v;
         } else if (strcmp(key, "connection_timeout") == 0) {
                 int64_t ms;
-                if (settings_parse_duration(value, &ms) < 0 || ms < 1000 || ms > 3600 * 1000) {
+                if (parse_duration_ms(value, &ms) < 0 || ms < 1000 || ms > 3600 * 1000) {
                         snprintf(err, errlen, "connection_timeout: '%s' is not a duration from 1s to 1h", value);
                         return -EINVAL;
                 }
                 s->connection_timeout_s = (unsigned) (ms / 1000);
         } else if (strcmp(key, "max_header_bytes") == 0) {
-                if (parse_uint(value, 1024, 1048576, &v) < 0) {
+                if (parse_uint_range(value, 1024, 1048576, &v) < 0) {
                         snprintf(err, errlen, "max_header_bytes: '%s' is not a number from 1024 to 1048576", value);
                         return -EINVAL;
                 }
@@ -201,32 +123,8 @@ static int settings_apply_http(struct settings *s, const char *key, const char *
         return 0;
 }
 
-/* "1073741824", "512K", "64M", "1G", "1T" (powers of 1024) to bytes. */
-static int parse_size(const char *text, uint64_t *ret) {
-        uint64_t v = 0;
-        const char *p = text;
-        if (*p < '0' || *p > '9')
-                return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                if (v > (UINT64_MAX - 9) / 10)
-                        return -EINVAL;
-                v = v * 10 + (uint64_t) (*p - '0');
-        }
-        static const char units[] = "KMGT";
-        const char *u = *p ? strchr(units, *p) : NULL;
-        if (*p && (!u || p[1]))
-                return -EINVAL;
-        for (int shift = u ? (int) (u - units) + 1 : 0; shift > 0; shift--) {
-                if (v > UINT64_MAX / 1024)
-                        return -EINVAL;
-                v *= 1024;
-        }
-        *ret = v;
-        return 0;
-}
-
 static int parse_retention(const char *key, const char *value, int64_t *ret, char *err, size_t errlen) {
-        if (settings_parse_duration(value, ret) < 0 || *ret <= 0) {
+        if (parse_duration_ms(value, ret) < 0 || *ret <= 0) {
                 snprintf(err, errlen, "%s: '%s' is not a positive duration such as 48h or 30d", key, value);
                 return -EINVAL;
         }
@@ -245,7 +143,7 @@ static int settings_apply(struct settings *s, const char *key, const char *value
                 memcpy(s->listen, value, strlen(value) + 1);
         } else if (strcmp(key, "interval") == 0) {
                 int64_t ms;
-                if (settings_parse_duration(value, &ms) < 0) {
+                if (parse_duration_ms(value, &ms) < 0) {
                         snprintf(err, errlen, "interval: '%s' is not a duration such as 500ms, 10s or 1m", value);
                         return -EINVAL;
                 }
@@ -270,16 +168,15 @@ static int settings_apply(struct settings *s, const char *key, const char *value
                         return -EINVAL;
                 }
         } else if (strcmp(key, "log_level") == 0) {
-                if (parse_log_level(value, &s->log_level) < 0) {
+                if (log_level_parse(value, &s->log_level) < 0) {
                         snprintf(err, errlen, "log_level: '%s' is not error, warning, info or debug", value);
                         return -EINVAL;
                 }
         } else if (strcmp(key, "admin") == 0) {
-                if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+                if (parse_bool(value, &s->admin) < 0) {
                         snprintf(err, errlen, "admin: '%s' is not true or false", value);
                         return -EINVAL;
                 }
-                s->admin = strcmp(value, "true") == 0;
         } else if (strcmp(key, "retention_raw") == 0) {
                 return parse_retention(key, value, &s->retention_raw_ms, err, errlen);
         } else if (strcmp(key, "retention_1m") == 0) {
@@ -287,7 +184,7 @@ static int settings_apply(struct settings *s, const char *key, const char *value
         } else if (strcmp(key, "retention_1h") == 0) {
                 return parse_retention(key, value, &s->retention_hour_ms, err, errlen);
         } else if (strcmp(key, "max_db_size") == 0) {
-                if (parse_size(value, &s->max_db_bytes) < 0) {
+                if (parse_size_bytes(value, &s->max_db_bytes) < 0) {
                         snprintf(err, errlen, "max_db_size: '%s' is not a size such as 512M or 1G (0: no cap)", value);
                         return -EINVAL;
                 }

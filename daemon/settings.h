@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "lib/log.h"
+
 #define SETTINGS_DEFAULT_PORT 9710
 #define SETTINGS_DEFAULT_LISTEN "127.0.0.1:9710"
 #define SETTINGS_DEFAULT_INTERVAL_MS 1000
@@ -21,13 +23,6 @@ enum settings_action {
         SETTINGS_VERSION,
         SETTINGS_CHECK_CONFIG,
         SETTINGS_LIST_INSTANCES,
-};
-
-enum log_level {
-        LOG_LEVEL_ERROR = 3,
-        LOG_LEVEL_WARNING = 4,
-        LOG_LEVEL_INFO = 6,
-        LOG_LEVEL_DEBUG = 7,
 };
 
 struct settings {
@@ -60,10 +55,6 @@ struct settings {
         uint64_t max_db_bytes;       /* max_db_size ("512M", "1G"; 0 no cap), default 1G */
         bool allow_root;             /* --allow-root: run even with euid 0 */
 };
-
-/* Parses "500ms", "10s", "1m30s", "1h", "2d", "1w" into milliseconds.
- * Returns 0, or -EINVAL for anything else (empty, no unit, overflow). */
-int settings_parse_duration(const char *text, int64_t *ret_ms);
 
 /* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address.
  * Returns 0 or -EINVAL. */

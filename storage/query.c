@@ -17,8 +17,8 @@ enum tier {
 
 static const int64_t tier_res[] = { 1, STORE_MINUTE_MS, STORE_HOUR_MS };
 
-static enum tier pick_tier(const struct store *s, const struct store_query *q) {
-        struct store_stats st;
+static enum tier pick_tier(const struct store *s, const struct history_query *q) {
+        struct history_stats st;
         store_get_stats((struct store *) s, &st);
         int64_t now = st.newest_ms > 0 ? st.newest_ms : q->end_ms;
         const int64_t keep[] = { s->opt.raw_retention_ms, s->opt.minute_retention_ms, s->opt.hour_retention_ms };
@@ -41,7 +41,7 @@ static enum tier pick_tier(const struct store *s, const struct store_query *q) {
 
 /* Step-aligned buckets over the window, and the rate state. */
 struct agg {
-        const struct store_query *q;
+        const struct history_query *q;
         int64_t first; /* start of bucket 0 */
         size_t n_buckets;
         struct rollup_cell *cells;
@@ -233,8 +233,8 @@ static int read_rollups(struct store *s, enum tier tier, int64_t id, struct agg 
         return r;
 }
 
-static int read_points(struct store *s, enum tier tier, int64_t id, const struct store_query *q,
-                       struct rollup_cell *cells, size_t n_buckets, struct store_series_result *out) {
+static int read_points(struct store *s, enum tier tier, int64_t id, const struct history_query *q,
+                       struct rollup_cell *cells, size_t n_buckets, struct history_series *out) {
         struct agg a = {
                 .q = q,
                 .first = q->start_ms - q->start_ms % q->step_ms,
@@ -264,23 +264,14 @@ static int read_points(struct store *s, enum tier tier, int64_t id, const struct
                 return -ENOMEM;
         for (size_t b = 0; b < n_buckets; b++)
                 if (cells[b].count > 0)
-                        out->points[out->n_points++] = (struct store_point){
+                        out->points[out->n_points++] = (struct history_point){
                                 .timestamp_ms = a.first + (int64_t) b * q->step_ms,
                                 .value = rollup_cell_value(&cells[b], q->agg),
                         };
         return 0;
 }
 
-void store_result_free(struct store_result *r) {
-        if (!r)
-                return;
-        for (size_t i = 0; i < r->n_series; i++)
-                free(r->series[i].points);
-        free(r->series);
-        free(r);
-}
-
-static bool series_matches(const struct series_desc *d, const struct store_matcher *matchers, size_t n) {
+static bool series_matches(const struct series_desc *d, const struct history_matcher *matchers, size_t n) {
         const struct metric_desc *m = &metric_table[d->metric];
         for (size_t i = 0; i < n; i++) {
                 int idx = metric_label_index(m, matchers[i].name);
@@ -292,7 +283,7 @@ static bool series_matches(const struct series_desc *d, const struct store_match
 
 /* Series rows of one family (or all), with their label values; the
  * caller holds read_lock. ids may be NULL. */
-static int load_series(struct store *s, int metric, const struct store_matcher *matchers, size_t n_matchers,
+static int load_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
                        struct series_desc **ret, int64_t **ret_ids, size_t *ret_n) {
         sqlite3_stmt *st = NULL;
         struct series_desc *list = NULL;
@@ -359,7 +350,7 @@ static int load_series(struct store *s, int metric, const struct store_matcher *
         return 0;
 }
 
-int store_list_series(struct store *s, int metric, const struct store_matcher *matchers, size_t n_matchers,
+int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
                       struct series_desc **ret, size_t *ret_n) {
         pthread_mutex_lock(&s->read_lock);
         int r = s->read_db ? load_series(s, metric, matchers, n_matchers, ret, NULL, ret_n) : -EAGAIN;
@@ -367,8 +358,8 @@ int store_list_series(struct store *s, int metric, const struct store_matcher *m
         return r;
 }
 
-int store_query_range(struct store *s, const struct store_query *q, struct store_result **ret) {
-        struct store_result *res = NULL;
+int store_query_range(struct store *s, const struct history_query *q, struct history_result **ret) {
+        struct history_result *res = NULL;
         struct series_desc *list = NULL;
         struct rollup_cell *cells = NULL;
         int64_t *ids = NULL;
@@ -397,7 +388,7 @@ int store_query_range(struct store *s, const struct store_query *q, struct store
         r = s->read_db ? store_errno_from_sqlite(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL)) : -EAGAIN;
         if (r == 0)
                 r = load_series(s, (int) q->metric, q->matchers, q->n_matchers, &list, &ids, &n);
-        if (r == 0 && n > STORE_QUERY_POINTS_MAX / n_buckets)
+        if (r == 0 && n > HISTORY_POINTS_MAX / n_buckets)
                 r = -E2BIG;
         if (r == 0 && n > 0) {
                 res->series = calloc(n, sizeof(*res->series));
@@ -405,8 +396,8 @@ int store_query_range(struct store *s, const struct store_query *q, struct store
                         r = -ENOMEM;
         }
         for (size_t i = 0; i < n && r == 0; i++) {
-                struct store_series_result *out = &res->series[res->n_series];
-                *out = (struct store_series_result){ .desc = list[i] };
+                struct history_series *out = &res->series[res->n_series];
+                *out = (struct history_series){ .desc = list[i] };
                 r = read_points(s, tier, ids[i], q, cells, n_buckets, out);
                 /* Series with no samples in the window are left out, as Prometheus does. */
                 if (r == 0 && out->n_points > 0)
@@ -420,9 +411,28 @@ int store_query_range(struct store *s, const struct store_query *q, struct store
         free(ids);
         free(cells);
         if (r < 0) {
-                store_result_free(res);
+                history_result_free(res);
                 return r;
         }
         *ret = res;
         return 0;
 }
+
+static int history_query_range(void *impl, const struct history_query *q, struct history_result **ret) {
+        return store_query_range(impl, q, ret);
+}
+
+static int history_list_series(void *impl, int metric, const struct history_matcher *matchers, size_t n_matchers,
+                               struct series_desc **ret, size_t *ret_n) {
+        return store_list_series(impl, metric, matchers, n_matchers, ret, ret_n);
+}
+
+static void history_get_stats(void *impl, struct history_stats *ret) {
+        store_get_stats(impl, ret);
+}
+
+const struct history_ops store_history_ops = {
+        .query_range = history_query_range,
+        .list_series = history_list_series,
+        .get_stats = history_get_stats,
+};

@@ -32,17 +32,17 @@ void rollup_cell_merge(struct rollup_cell *into, const struct rollup_cell *c) {
         into->count += c->count;
 }
 
-double rollup_cell_value(const struct rollup_cell *c, enum store_agg agg) {
+double rollup_cell_value(const struct rollup_cell *c, enum history_agg agg) {
         switch (agg) {
-        case STORE_AGG_MIN:
+        case HISTORY_AGG_MIN:
                 return c->min;
-        case STORE_AGG_MAX:
+        case HISTORY_AGG_MAX:
                 return c->max;
-        case STORE_AGG_LAST:
+        case HISTORY_AGG_LAST:
                 return c->last;
-        case STORE_AGG_SUM:
+        case HISTORY_AGG_SUM:
                 return c->sum;
-        case STORE_AGG_AVG:
+        case HISTORY_AGG_AVG:
         default:
                 return c->sum / (double) c->count;
         }

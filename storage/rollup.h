@@ -19,4 +19,4 @@ void rollup_cell_add(struct rollup_cell *c, double v);
 void rollup_cell_merge(struct rollup_cell *into, const struct rollup_cell *c);
 
 /* The cell's value under agg; the cell must not be empty. */
-double rollup_cell_value(const struct rollup_cell *c, enum store_agg agg);
+double rollup_cell_value(const struct rollup_cell *c, enum history_agg agg);

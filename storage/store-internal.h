@@ -41,7 +41,7 @@ struct store {
         int64_t last_retention_ms;
 
         pthread_mutex_t stats_lock; /* guards stats */
-        struct store_stats stats;
+        struct history_stats stats;
 };
 
 int store_errno_from_sqlite(int rc);

@@ -1093,11 +1093,14 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
         return r;
 }
 
-void store_get_stats(struct store *s, struct store_stats *ret) {
+void store_get_stats(struct store *s, struct history_stats *ret) {
         pthread_mutex_lock(&s->stats_lock);
         *ret = s->stats;
         pthread_mutex_unlock(&s->stats_lock);
-        ret->options = s->opt;
+        ret->raw_retention_ms = s->opt.raw_retention_ms;
+        ret->minute_retention_ms = s->opt.minute_retention_ms;
+        ret->hour_retention_ms = s->opt.hour_retention_ms;
+        ret->size_cap_bytes = s->opt.size_cap_bytes;
 }
 
 int store_set_page_limit(struct store *s, int64_t max_pages) {

@@ -21,13 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collectors/collector.h"
-
-#define STORE_MATCHERS_MAX 8
-#define STORE_LABEL_VALUE_MAX 64
-/* Points one range query may return over all its series (about 50 MB of
- * JSON): bounds the memory a single request can take. */
-#define STORE_QUERY_POINTS_MAX 1000000
+#include "lib/history.h"
+#include "lib/inventory.h"
 
 #define STORE_SCHEMA_VERSION 2
 
@@ -88,76 +83,22 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
  * store_append(). */
 bool store_rollup_due(const struct store *s, int64_t timestamp_ms);
 
-struct store_stats {
-        bool degraded;                /* the latest write attempt failed */
-        bool unopened;                /* no database open yet (store_open_deferred()) */
-        int last_error;               /* its negative errno, or 0 */
-        uint64_t write_errors;        /* failed write attempts since open */
-        uint64_t ticks_dropped;       /* ticks lost because memory filled while degraded */
-        int64_t newest_ms;            /* newest tick stored or buffered, 0 when none */
-        unsigned damaged_set_aside;   /* 1 when open found the file damaged */
-        int64_t used_bytes;           /* pages in use, as of the latest chunk flush; 0 before it */
-        struct store_options options; /* retention and size cap in force */
-};
-
 /* A consistent copy of the counters; callable from any thread. */
-void store_get_stats(struct store *s, struct store_stats *ret);
+void store_get_stats(struct store *s, struct history_stats *ret);
 
 /* Caps the file at max_pages pages (SQLite's max_page_count; 0 restores
  * the default). Writes beyond fail as on a full disk: for tests. */
 int store_set_page_limit(struct store *s, int64_t max_pages);
 
-enum store_agg {
-        STORE_AGG_AVG,
-        STORE_AGG_MIN,
-        STORE_AGG_MAX,
-        STORE_AGG_LAST,
-        STORE_AGG_SUM,
-};
+/* Range queries and the series list, as lib/history.h describes them; the
+ * tier: among those whose retention reaches back to start, the coarsest
+ * rollup whose resolution divides the step, else raw, else the coarsest
+ * rollup no coarser than the step. Rollup tiers hold complete minutes
+ * only, so they lag by up to a minute. */
+int store_query_range(struct store *s, const struct history_query *q, struct history_result **ret);
 
-struct store_matcher {
-        char name[SERIES_LABEL_VALUE_MAX];
-        char value[STORE_LABEL_VALUE_MAX];
-};
-
-struct store_query {
-        enum metric_id metric;
-        int64_t start_ms, end_ms, step_ms; /* start <= end, step > 0 */
-        enum store_agg agg;
-        bool rate; /* per-second rate of a counter, resets handled, before agg */
-        size_t n_matchers;
-        struct store_matcher matchers[STORE_MATCHERS_MAX]; /* label equality, all must hold */
-};
-
-struct store_point {
-        int64_t timestamp_ms; /* bucket start: a multiple of step_ms */
-        double value;
-};
-
-struct store_series_result {
-        struct series_desc desc;
-        size_t n_points;
-        struct store_point *points;
-};
-
-struct store_result {
-        size_t n_series;
-        struct store_series_result *series;
-};
-
-/* Reads the series of q->metric matching every matcher, one point per
- * step-aligned bucket in [start, end] that holds samples. The tier: among
- * those whose retention reaches back to start, the coarsest rollup whose
- * resolution divides the step, else raw, else the coarsest rollup no
- * coarser than the step. Rollup tiers hold complete minutes only, so they
- * lag by up to a minute. -EINVAL when rate is asked of a gauge or for a
- * bad window; -E2BIG when the matching series times the buckets exceed
- * STORE_QUERY_POINTS_MAX. */
-int store_query_range(struct store *s, const struct store_query *q, struct store_result **ret);
-void store_result_free(struct store_result *r); /* NULL-safe */
-
-/* Every stored series (metric < 0) or those of one family, filtered by the
- * matchers, ordered by id. Series of families this build does not know are
- * left out. */
-int store_list_series(struct store *s, int metric, const struct store_matcher *matchers, size_t n_matchers,
+int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
                       struct series_desc **ret, size_t *ret_n);
+
+/* The store behind lib/history.h's interface; impl is a struct store. */
+extern const struct history_ops store_history_ops;

@@ -7,8 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "collectors/model.h"
-#include "daemon/log.h"
+#include "lib/log.h"
 #include "web/admin.h"
 
 #define FAULTS_PATH ADMIN_PREFIX "/faults"
@@ -50,17 +49,15 @@ static void reply_json(struct web_reply *reply, unsigned status) {
         reply->content_type = "application/json";
 }
 
-static void list_faults(struct collector *model, struct web_reply *reply) {
-        struct model_fault_status faults[FAULTS_LIST_MAX];
-        size_t n = model_fault_list(model, faults, FAULTS_LIST_MAX);
+static void list_faults(const struct fault_control *fc, struct web_reply *reply) {
+        struct fault_entry faults[FAULTS_LIST_MAX];
+        size_t n = fc->ops->list(fc->impl, faults, FAULTS_LIST_MAX);
         struct buf *b = &reply->body;
 
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"faults\":[");
         for (size_t i = 0; i < n && i < FAULTS_LIST_MAX; i++) {
-                char text[128];
-                model_fault_format(&faults[i].fault, text, sizeof(text));
                 buf_puts(b, i ? ",{\"fault\":" : "{\"fault\":");
-                json_string(b, text);
+                json_string(b, faults[i].spec);
                 buf_printf(b, ",\"state\":\"%s\"", faults[i].pending ? "queued" : "active");
                 if (!faults[i].pending) {
                         buf_printf(b, ",\"start_ms\":%lld,\"end_ms\":", (long long) faults[i].start_ms);
@@ -75,11 +72,10 @@ static void list_faults(struct collector *model, struct web_reply *reply) {
         reply_json(reply, 200);
 }
 
-static void inject_fault(struct collector *model, struct MHD_Connection *conn, const char *client,
+static void inject_fault(const struct fault_control *fc, struct MHD_Connection *conn, const char *client,
                          struct web_reply *reply) {
         const char *text = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "fault");
-        struct model_fault fault;
-        char err[256], canonical[128];
+        char err[256], canonical[FAULT_SPEC_MAX];
 
         if (!text || !*text) {
                 web_reply_error(reply, 400, "bad_data", "parameter 'fault': missing (e.g. fault=device_down:3+30s)");
@@ -87,7 +83,7 @@ static void inject_fault(struct collector *model, struct MHD_Connection *conn, c
         }
         /* A '+' in a query string arrives as a space unless sent as %2B:
          * take the space for the '+' it was meant to be. */
-        char spec[128];
+        char spec[FAULT_SPEC_MAX];
         snprintf(spec, sizeof(spec), "%s", text);
         for (char *p = spec; *p; p++)
                 if (*p == ' ')
@@ -96,12 +92,10 @@ static void inject_fault(struct collector *model, struct MHD_Connection *conn, c
                 web_reply_error(reply, 400, "bad_data", "parameter 'fault': too long");
                 return;
         }
-        if (model_fault_parse(spec, &fault, err, sizeof(err)) < 0 ||
-            model_fault_inject(model, &fault, err, sizeof(err)) < 0) {
+        if (fc->ops->inject(fc->impl, spec, canonical, sizeof(canonical), err, sizeof(err)) < 0) {
                 web_reply_error(reply, 400, "bad_data", "parameter 'fault': %s", err);
                 return;
         }
-        model_fault_format(&fault, canonical, sizeof(canonical));
         log_info("admin: %s injected fault %s", client, canonical);
         buf_puts(&reply->body, "{\"status\":\"success\",\"data\":{\"fault\":");
         json_string(&reply->body, canonical);
@@ -126,7 +120,7 @@ void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
                 web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s (try " FAULTS_PATH ")", url);
                 return;
         }
-        if (!model_is(ctx->admin)) {
+        if (!ctx->faults.ops) {
                 web_reply_error(reply, 404, "not_found", "fault injection needs the model backend");
                 return;
         }
@@ -140,11 +134,11 @@ void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
                 return;
         }
         if (reads) {
-                list_faults(ctx->admin, reply);
+                list_faults(&ctx->faults, reply);
         } else if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
-                inject_fault(ctx->admin, conn, client, reply);
+                inject_fault(&ctx->faults, conn, client, reply);
         } else if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0) {
-                model_fault_clear(ctx->admin);
+                ctx->faults.ops->clear(ctx->faults.impl);
                 log_info("admin: %s cleared every fault", client);
                 buf_puts(&reply->body, "{\"status\":\"success\",\"data\":{}}\n");
                 reply_json(reply, 200);

@@ -4,8 +4,8 @@
  *   POST   /api/v1/admin/faults?fault=SPEC   inject one (syntax: docs/metrics.md)
  *   DELETE /api/v1/admin/faults              end every fault
  *
- * Off unless the `admin` setting is true (web_context.admin non-NULL): then
- * it answers 404 like any unknown path. When on, it answers only clients
+ * Off unless the `admin` setting is true (web_context.admin): then it
+ * answers 404 like any unknown path. When on, it answers only clients
  * on a loopback address (403 otherwise), whatever address the server binds.
  * Handlers run on libmicrohttpd's threads; the model takes its own lock. */
 #pragma once

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/clock.h"
+#include "lib/parse.h"
 #include "web/api.h"
 
 #define JSON_TYPE "application/json"
@@ -20,18 +22,6 @@ static bool reply_store_error(struct web_reply *reply, int r) {
         else if (r < 0)
                 web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
         return r < 0;
-}
-
-int64_t api_now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t monotonic_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Prometheus writes times as seconds with a fraction. */
@@ -92,11 +82,11 @@ static void handle_healthz(const struct web_context *ctx, const struct param *pa
                 buf_puts(&reply->body, "{\"status\":\"starting\",\"error\":\"no tick has completed yet\"}\n");
                 return;
         }
-        double age_ms = (double) (monotonic_ms() - snap->monotonic_ms);
+        double age_ms = (double) (clock_monotonic_ms() - snap->monotonic_ms);
         bool fresh = age_ms <= limit_ms;
-        struct store_stats st = { 0 };
-        if (ctx->store)
-                store_get_stats(ctx->store, &st);
+        struct history_stats st = { 0 };
+        if (ctx->history.ops)
+                ctx->history.ops->get_stats(ctx->history.impl, &st);
         /* Degraded still answers 200: polling and serving go on while
          * the store cannot write. */
         reply->status = fresh ? 200 : 503;
@@ -193,27 +183,25 @@ static void handle_device(const struct web_context *ctx, const struct param *par
         const struct inventory *inv = ctx->inv;
         const char *id = reply->path ? strrchr(reply->path, '/') + 1 : "";
         struct buf *b = &reply->body;
-        unsigned index = 0;
+        uint64_t index;
 
         if (reject_params(params, n, reply))
                 return;
-        size_t len = strlen(id);
-        if (len == 0 || len > 5 || strspn(id, "0123456789") != len || (len > 1 && id[0] == '0')) {
+        if (strlen(id) > 5 || (id[0] == '0' && id[1]) || parse_uint_range(id, 0, 99999, &index) < 0) {
                 web_reply_error(reply, 400, "bad_data", "device id '%.32s' is not a device index", id);
                 return;
         }
-        for (size_t i = 0; i < len; i++)
-                index = index * 10 + (unsigned) (id[i] - '0');
         const struct device_info *dev = NULL;
         for (unsigned i = 0; i < inv->n_devices; i++)
                 if (inv->devices[i].index == index)
                         dev = &inv->devices[i];
         if (!dev) {
-                web_reply_error(reply, 404, "not_found", "no device %u (this host has %u)", index, inv->n_devices);
+                web_reply_error(reply, 404, "not_found", "no device %u (this host has %u)", (unsigned) index,
+                                inv->n_devices);
                 return;
         }
         char label[16];
-        snprintf(label, sizeof(label), "%u", index);
+        snprintf(label, sizeof(label), "%u", (unsigned) index);
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"device\":");
         json_device(b, ctx, dev);
@@ -328,20 +316,20 @@ static void handle_latest(const struct web_context *ctx, const struct param *par
 
 static void handle_query_range(const struct web_context *ctx, const struct param *params, size_t n,
                                struct web_reply *reply) {
-        struct store_query q;
-        struct store_result *res = NULL;
+        struct history_query q;
+        struct history_result *res = NULL;
         char err[256];
         struct buf *b = &reply->body;
 
-        if (params_parse_query_range(params, n, api_now_ms(), &q, err, sizeof(err)) < 0) {
+        if (params_parse_query_range(params, n, clock_wall_ms(), &q, err, sizeof(err)) < 0) {
                 web_reply_error(reply, 400, "bad_data", "%s", err);
                 return;
         }
-        int r = store_query_range(ctx->store, &q, &res);
+        int r = ctx->history.ops->query_range(ctx->history.impl, &q, &res);
         if (r == -E2BIG) {
                 web_reply_error(reply, 400, "bad_data",
                                 "the query would return more than %d points in all; add label filters or increase step",
-                                STORE_QUERY_POINTS_MAX);
+                                HISTORY_POINTS_MAX);
                 return;
         }
         if (r == -EINVAL) {
@@ -352,7 +340,7 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 return;
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
         for (size_t s = 0; s < res->n_series; s++) {
-                const struct store_series_result *sr = &res->series[s];
+                const struct history_series *sr = &res->series[s];
                 buf_puts(b, s ? ",{\"metric\":" : "{\"metric\":");
                 json_series_labels(b, &sr->desc);
                 buf_puts(b, ",\"values\":[");
@@ -363,7 +351,7 @@ static void handle_query_range(const struct web_context *ctx, const struct param
                 buf_puts(b, "]}");
         }
         buf_puts(b, "]}}\n");
-        store_result_free(res);
+        history_result_free(res);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }
@@ -372,7 +360,7 @@ static void handle_query_range(const struct web_context *ctx, const struct param
  * filtered by label=value; series of earlier runs included. */
 static void handle_series(const struct web_context *ctx, const struct param *params, size_t n,
                           struct web_reply *reply) {
-        struct store_matcher matchers[STORE_MATCHERS_MAX];
+        struct history_matcher matchers[HISTORY_MATCHERS_MAX];
         size_t n_matchers = 0;
         int metric = -1;
 
@@ -382,7 +370,7 @@ static void handle_series(const struct web_context *ctx, const struct param *par
                         return;
                 if (r > 0)
                         continue;
-                if (n_matchers == STORE_MATCHERS_MAX || strlen(params[i].key) >= sizeof(matchers[0].name) ||
+                if (n_matchers == HISTORY_MATCHERS_MAX || strlen(params[i].key) >= sizeof(matchers[0].name) ||
                     strlen(params[i].value) >= sizeof(matchers[0].value)) {
                         web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
                                         params[i].key);
@@ -394,7 +382,7 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         }
         struct series_desc *list = NULL;
         size_t count = 0;
-        int r = store_list_series(ctx->store, metric, matchers, n_matchers, &list, &count);
+        int r = ctx->history.ops->list_series(ctx->history.impl, metric, matchers, n_matchers, &list, &count);
         if (reply_store_error(reply, r))
                 return;
         struct buf *b = &reply->body;
@@ -428,20 +416,19 @@ static void handle_status(const struct web_context *ctx, const struct param *par
         buf_double(b, ctx->time_scale);
         buf_printf(b, ",\"series\":%zu,\"started\":", ctx->n_series);
         json_time(b, ctx->started_ms);
-        buf_printf(b, ",\"uptime_seconds\":%.3f,\"last_tick\":", (double) (api_now_ms() - ctx->started_ms) / 1000.0);
+        buf_printf(b, ",\"uptime_seconds\":%.3f,\"last_tick\":", (double) (clock_wall_ms() - ctx->started_ms) / 1000.0);
         if (snap)
                 json_time(b, snap->timestamp_ms);
         else
                 buf_puts(b, "null");
-        struct store_stats st;
-        store_get_stats(ctx->store, &st);
+        struct history_stats st;
+        ctx->history.ops->get_stats(ctx->history.impl, &st);
         buf_printf(b,
                    ",\"store\":{\"used_bytes\":%lld,\"size_cap_bytes\":%llu,\"degraded\":%s,\"retention_seconds\":"
                    "{\"raw\":%lld,\"1m\":%lld,\"1h\":%lld}}",
-                   (long long) st.used_bytes, (unsigned long long) st.options.size_cap_bytes,
-                   st.degraded ? "true" : "false", (long long) (st.options.raw_retention_ms / 1000),
-                   (long long) (st.options.minute_retention_ms / 1000),
-                   (long long) (st.options.hour_retention_ms / 1000));
+                   (long long) st.used_bytes, (unsigned long long) st.size_cap_bytes, st.degraded ? "true" : "false",
+                   (long long) (st.raw_retention_ms / 1000), (long long) (st.minute_retention_ms / 1000),
+                   (long long) (st.hour_retention_ms / 1000));
         buf_puts(b, ",\"collectors\":[");
         for (size_t i = 0; i < ctx->self.n_collectors; i++) {
                 buf_puts(b, i ? ",{\"name\":" : "{\"name\":");

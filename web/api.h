@@ -15,6 +15,3 @@ typedef void (*api_handler)(const struct web_context *ctx, const struct param *p
  * negotiates its format. Routes ending in '/' take one more path segment,
  * which the handler reads from reply->path. */
 api_handler api_route(const char *path);
-
-/* Milliseconds since the Unix epoch, from CLOCK_REALTIME. */
-int64_t api_now_ms(void);

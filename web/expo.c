@@ -214,9 +214,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                               NULL);
                 counter_line(out, "neurond_store_errors_total", self->store_errors);
         }
-        if (self->store) {
-                struct store_stats st;
-                store_get_stats(self->store, &st);
+        if (self->history) {
+                struct history_stats st;
+                self->history->ops->get_stats(self->history->impl, &st);
                 family_header(out, format, "neurond_storage_degraded",
                               "1 while the database cannot be written (ticks wait in memory), else 0.", "gauge", NULL);
                 buf_printf(out, "neurond_storage_degraded %d\n", st.degraded ? 1 : 0);

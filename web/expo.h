@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collectors/collector.h"
-#include "daemon/snapshot.h"
-#include "storage/store.h"
+#include "lib/buf.h"
+#include "lib/history.h"
+#include "lib/inventory.h"
+#include "lib/snapshot.h"
 #include "web/accept.h"
-#include "web/buf.h"
 
 #define EXPO_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define EXPO_OPENMETRICS_CONTENT_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -42,7 +42,7 @@ struct expo_self {
         const atomic_uint_fast64_t *samples_stored;
         const atomic_uint_fast64_t *store_errors;
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
-        struct store *store;                       /* its write health, or NULL */
+        const struct history *history;             /* the store's write health, or NULL */
 };
 
 int expo_new(const struct series_desc *series, size_t n, struct expo **ret);

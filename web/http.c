@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "daemon/log.h"
+#include "lib/log.h"
 #include "web/accept.h"
 #include "web/admin.h"
 #include "web/api.h"

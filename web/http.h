@@ -9,11 +9,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "collectors/collector.h"
-#include "daemon/snapshot.h"
-#include "storage/store.h"
+#include "lib/buf.h"
+#include "lib/faults.h"
+#include "lib/history.h"
+#include "lib/inventory.h"
+#include "lib/snapshot.h"
 #include "web/auth.h"
-#include "web/buf.h"
 #include "web/expo.h"
 
 /* Defaults for the limits a web_context leaves at zero. */
@@ -31,11 +32,12 @@ struct web_context {
         const struct expo *expo;
         struct expo_self self;
         struct snapshot_slot *latest;
-        struct store *store;
-        int64_t interval_ms;     /* simulated time between ticks */
-        double time_scale;       /* simulated seconds per wall second */
-        int64_t started_ms;      /* Unix ms when the daemon started */
-        struct collector *admin; /* the backend web/admin.c pokes; NULL when admin is off */
+        struct history history;      /* stored history; ops NULL when there is none */
+        int64_t interval_ms;         /* simulated time between ticks */
+        double time_scale;           /* simulated seconds per wall second */
+        int64_t started_ms;          /* Unix ms when the daemon started */
+        bool admin;                  /* serve the admin endpoint (web/admin.h) */
+        struct fault_control faults; /* what it injects faults into; ops NULL when the backend cannot */
 
         /* Security and limits. Numbers left at 0 take the defaults above. */
         const char *tls_cert; /* PEM text (http_read_pem); with tls_key, serve HTTPS */

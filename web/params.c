@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/settings.h"
+#include "lib/parse.h"
 #include "web/params.h"
 
 /* Times before 1970 or after 9999 are refused: no caller means them. */
@@ -19,29 +19,6 @@ static bool all_digits(const char *s, size_t n) {
                 if (s[i] < '0' || s[i] > '9')
                         return false;
         return n > 0;
-}
-
-/* "SECONDS[.FRACTION]", non-negative, to milliseconds (rounded down). */
-static int parse_seconds(const char *text, int64_t *ret_ms) {
-        const char *dot = strchr(text, '.');
-        size_t int_len = dot ? (size_t) (dot - text) : strlen(text);
-        int64_t ms = 0;
-
-        if (!all_digits(text, int_len) || int_len > 15)
-                return -EINVAL;
-        for (size_t i = 0; i < int_len; i++)
-                ms = ms * 10 + (text[i] - '0');
-        ms *= 1000;
-        if (dot) {
-                size_t frac_len = strlen(dot + 1);
-                if (!all_digits(dot + 1, frac_len) || frac_len > 9)
-                        return -EINVAL;
-                int64_t scale = 100;
-                for (size_t i = 0; i < frac_len && i < 3; i++, scale /= 10)
-                        ms += (dot[1 + i] - '0') * scale;
-        }
-        *ret_ms = ms;
-        return 0;
 }
 
 static int parse_rfc3339(const char *text, int64_t *ret_ms) {
@@ -100,7 +77,7 @@ static int parse_rfc3339(const char *text, int64_t *ret_ms) {
 
 int params_parse_time(const char *text, int64_t *ret_ms) {
         int64_t ms;
-        int r = strchr(text, '-') || strchr(text, 'T') ? parse_rfc3339(text, &ms) : parse_seconds(text, &ms);
+        int r = strchr(text, '-') || strchr(text, 'T') ? parse_rfc3339(text, &ms) : parse_seconds_ms(text, &ms);
         if (r < 0 || ms > TIME_MAX_MS)
                 return -EINVAL;
         *ret_ms = ms;
@@ -109,7 +86,7 @@ int params_parse_time(const char *text, int64_t *ret_ms) {
 
 int params_parse_step(const char *text, int64_t *ret_ms) {
         int64_t ms;
-        if (settings_parse_duration(text, &ms) < 0 && parse_seconds(text, &ms) < 0)
+        if (parse_duration_ms(text, &ms) < 0 && parse_seconds_ms(text, &ms) < 0)
                 return -EINVAL;
         if (ms <= 0)
                 return -EINVAL;
@@ -117,14 +94,14 @@ int params_parse_step(const char *text, int64_t *ret_ms) {
         return 0;
 }
 
-static int parse_agg(const char *text, enum store_agg *ret) {
+static int parse_agg(const char *text, enum history_agg *ret) {
         static const char *const names[] = {
-                [STORE_AGG_AVG] = "avg",   [STORE_AGG_MIN] = "min", [STORE_AGG_MAX] = "max",
-                [STORE_AGG_LAST] = "last", [STORE_AGG_SUM] = "sum",
+                [HISTORY_AGG_AVG] = "avg",   [HISTORY_AGG_MIN] = "min", [HISTORY_AGG_MAX] = "max",
+                [HISTORY_AGG_LAST] = "last", [HISTORY_AGG_SUM] = "sum",
         };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
                 if (strcmp(text, names[i]) == 0) {
-                        *ret = (enum store_agg) i;
+                        *ret = (enum history_agg) i;
                         return 0;
                 }
         return -EINVAL;
@@ -137,9 +114,9 @@ static const struct param *find_param(const struct param *params, size_t n, cons
         return NULL;
 }
 
-int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct store_query *q, char *err,
+int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct history_query *q, char *err,
                              size_t errlen) {
-        struct store_query out = { .agg = STORE_AGG_AVG };
+        struct history_query out = { .agg = HISTORY_AGG_AVG };
         const struct param *p;
         bool have_step = false;
 
@@ -230,11 +207,11 @@ int params_parse_query_range(const struct param *params, size_t n, int64_t now_m
                         snprintf(err, errlen, "parameter '%.64s': not a parameter nor a label of %s", key, m->name);
                         return -EINVAL;
                 }
-                if (strlen(params[i].value) >= STORE_LABEL_VALUE_MAX) {
+                if (strlen(params[i].value) >= HISTORY_LABEL_VALUE_MAX) {
                         snprintf(err, errlen, "parameter '%.64s': label value too long", key);
                         return -EINVAL;
                 }
-                struct store_matcher *mt = &out.matchers[out.n_matchers++];
+                struct history_matcher *mt = &out.matchers[out.n_matchers++];
                 snprintf(mt->name, sizeof(mt->name), "%s", key);
                 snprintf(mt->value, sizeof(mt->value), "%s", params[i].value);
         }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/store.h"
+#include "lib/history.h"
 
 #define PARAMS_MAX_POINTS 11000
 #define PARAMS_VALUE_MAX 256 /* longer values get 400 before any handler runs */
@@ -29,5 +29,5 @@ int params_parse_step(const char *text, int64_t *ret_ms);
  * equality filters.
  * Defaults: end = now_ms, start = end - 1h, step = the smallest whole second
  * that gives at most 250 points. Returns 0 or -EINVAL with err filled. */
-int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct store_query *q, char *err,
+int params_parse_query_range(const struct param *params, size_t n, int64_t now_ms, struct history_query *q, char *err,
                              size_t errlen);

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct param params[PAIRS_MAX];
-        struct store_query q;
+        struct history_query q;
         char err[256];
         size_t n = 0;
         int64_t ms;

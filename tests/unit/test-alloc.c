@@ -20,9 +20,9 @@
 
 #include "collectors/collector.h"
 #include "daemon/loop.h"
-#include "daemon/snapshot.h"
+#include "lib/snapshot.h"
 #include "tests/fakes/fake-collector.h"
-#include "web/buf.h"
+#include "lib/buf.h"
 #include "web/expo.h"
 
 void *__real_malloc(size_t size);

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/log.h"
+#include "lib/log.h"
 
 /* stderr goes to a temporary file for each case; read_back() returns what
  * was written to it. */

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/log.h"
+#include "lib/log.h"
 #include "daemon/loop.h"
 #include "tests/fakes/fake-collector.h"
 #include "web/expo.h"

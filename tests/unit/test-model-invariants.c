@@ -55,7 +55,7 @@ static void roles_build(const struct inventory *inv, struct role *roles) {
 
 struct run {
         struct collector *c;
-        const struct model_instance *inst;
+        const struct catalog_instance *inst;
         struct role *roles;
         size_t n;
         double *values, *last; /* this tick; last valid value of each series */
@@ -92,7 +92,7 @@ static size_t *reverse_index(const struct run *r) {
         } while (0)
 
 static void check_tick(struct run *r, const size_t *rev, int64_t now) {
-        const struct model_chip *chip = r->inst->chip;
+        const struct catalog_chip *chip = r->inst->chip;
         const struct series_desc *s = r->c->inv.series;
         unsigned n_dev = r->inst->devices;
         double share = (double) chip->memory_bytes / chip->cores;
@@ -193,7 +193,7 @@ static void run_one(const char *instance, const char *scenario, const char *extr
 
         snprintf(spec, sizeof(spec), "model:%s,scenario=%s,seed=%u%s", instance, scenario, seed, extra);
         assert_int_equal(collector_open_spec(spec, &r->c, err, sizeof(err)), 0);
-        r->inst = model_catalog_find(instance);
+        r->inst = catalog_find(instance);
         r->n = r->c->inv.n_series;
         r->roles = calloc(r->n, sizeof(*r->roles));
         r->values = calloc(r->n, sizeof(double));
@@ -238,15 +238,15 @@ static void run_one(const char *instance, const char *scenario, const char *extr
 }
 
 static void model_read__every_scenario_and_instance__stays_within_physical_limits(void **state) {
-        for (size_t i = 0; i < model_catalog_size; i++)
+        for (size_t i = 0; i < catalog_size; i++)
                 for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
-                        run_one(model_catalog[i].name, scenarios[s], "", (unsigned) (i * 10 + s + 1));
+                        run_one(catalog[i].name, scenarios[s], "", (unsigned) (i * 10 + s + 1));
 }
 
 /* The same limits hold while faults come and go. */
 static void model_read__with_faults__stays_within_physical_limits(void **state) {
-        for (size_t i = 0; i < model_catalog_size; i++) {
-                const struct model_instance *m = &model_catalog[i];
+        for (size_t i = 0; i < catalog_size; i++) {
+                const struct catalog_instance *m = &catalog[i];
                 char extra[256];
                 int n = snprintf(
                         extra, sizeof(extra),

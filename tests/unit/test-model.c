@@ -120,7 +120,7 @@ static void model_fault_format__parsed_faults__round_trip(void **state) {
         struct model_fault f;
         char err[128];
         assert_int_equal(model_fault_parse("ecc:1", &f, err, sizeof(err)), 0);
-        assert_int_equal(f.ecc, ECC_MEM_UNCORRECTED);
+        assert_int_equal(f.ecc, DRIVER_ECC_MEM_UNCORRECTED);
         assert_int_equal(f.duration_ms, 0);
         assert_int_equal(model_fault_parse("exec_errors:1", &f, err, sizeof(err)), 0);
         assert_true(f.rate == 100 && f.duration_ms == 10000);
@@ -437,7 +437,7 @@ static void model_open__trn1_32xlarge__inventory(void **state) {
 /* An hour of simulated ticks: every value within the hardware's limits. */
 static void model_read__one_hour__within_physical_limits(void **state) {
         struct collector *c = open_model("model:trn1.32xlarge,seed=3");
-        const struct model_instance *inst = model_catalog_find("trn1.32xlarge");
+        const struct catalog_instance *inst = catalog_find("trn1.32xlarge");
         const size_t n = c->inv.n_series;
         double *prev = calloc(n, sizeof(double));
         int64_t t0 = 1700000000000, step_ms = 10000;
@@ -534,7 +534,7 @@ static void model_open__bad_spec__einval_with_reason(void **state) {
  * chip's limits. */
 static void model_read__week_long_gap__stays_within_limits(void **state) {
         struct fixture *f = open_spec("model:trn2.48xlarge,scenario=training");
-        const struct model_instance *inst = model_catalog_find("trn2.48xlarge");
+        const struct catalog_instance *inst = catalog_find("trn2.48xlarge");
         size_t dma[3] = {
                 find(f, METRIC_DEVICE_DMA_BYTES, "4", "host_to_device", NULL),
                 find(f, METRIC_DEVICE_DMA_BYTES, "4", "device_to_host", NULL),

@@ -79,7 +79,7 @@ static void params_parse_step__duration_or_seconds__milliseconds(void **state) {
         assert_int_equal(params_parse_step("fast", &ms), -EINVAL);
 }
 
-static int parse(const struct param *p, size_t n, struct store_query *q, char *err) {
+static int parse(const struct param *p, size_t n, struct history_query *q, char *err) {
         return params_parse_query_range(p, n, NOW_MS, q, err, 256);
 }
 
@@ -92,7 +92,7 @@ static void params_parse_query_range__full__filled(void **state) {
                 { "agg", "max" },
                 { "neuron_device", "3" },
         };
-        struct store_query q;
+        struct history_query q;
         char err[256];
 
         assert_int_equal(parse(p, 6, &q, err), 0);
@@ -100,7 +100,7 @@ static void params_parse_query_range__full__filled(void **state) {
         assert_int_equal(q.start_ms, 1700000000000);
         assert_int_equal(q.end_ms, 1700003600000);
         assert_int_equal(q.step_ms, 60000);
-        assert_int_equal(q.agg, STORE_AGG_MAX);
+        assert_int_equal(q.agg, HISTORY_AGG_MAX);
         assert_int_equal(q.n_matchers, 1);
         assert_string_equal(q.matchers[0].name, "neuron_device");
         assert_string_equal(q.matchers[0].value, "3");
@@ -108,13 +108,13 @@ static void params_parse_query_range__full__filled(void **state) {
 
 static void params_parse_query_range__defaults__last_hour(void **state) {
         const struct param p[] = { { "metric", "neuron_device_memory_used_bytes" } };
-        struct store_query q;
+        struct history_query q;
         char err[256];
 
         assert_int_equal(parse(p, 1, &q, err), 0);
         assert_int_equal(q.end_ms, NOW_MS);
         assert_int_equal(q.start_ms, NOW_MS - 3600000);
-        assert_int_equal(q.agg, STORE_AGG_AVG);
+        assert_int_equal(q.agg, HISTORY_AGG_AVG);
         assert_true((q.end_ms - q.start_ms) / q.step_ms + 1 <= 251);
 }
 
@@ -140,7 +140,7 @@ static void params_parse_query_range__bad__error_names_parameter(void **state) {
                   "more than once" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                struct store_query q;
+                struct history_query q;
                 char err[256] = "";
                 assert_int_equal(parse(cases[i].p, cases[i].n, &q, err), -EINVAL);
                 if (!strstr(err, cases[i].needle))
@@ -153,7 +153,7 @@ static void params_parse_query_range__long_value__einval(void **state) {
         memset(long_value, '1', sizeof(long_value) - 1);
         long_value[sizeof(long_value) - 1] = '\0';
         const struct param p[] = { { "metric", "neuroncore_utilization_ratio" }, { "neuroncore", long_value } };
-        struct store_query q;
+        struct history_query q;
         char err[256];
         assert_int_equal(parse(p, 2, &q, err), -EINVAL);
         assert_non_null(strstr(err, "'neuroncore'"));

@@ -14,46 +14,6 @@
 
 #include "daemon/settings.h"
 
-static void settings_parse_duration__units__milliseconds(void **state) {
-        static const struct {
-                const char *text;
-                int64_t ms;
-        } cases[] = {
-                { "500ms", 500 },           { "1s", 1000 },      { "10s", 10000 },    { "5m", 300000 },
-                { "1h", 3600000 },          { "2d", 172800000 }, { "1w", 604800000 }, { "1m30s", 90000 },
-                { "1h0m5s250ms", 3605250 }, { "0s", 0 },
-        };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                int64_t ms = -1;
-                assert_int_equal(settings_parse_duration(cases[i].text, &ms), 0);
-                assert_int_equal(ms, cases[i].ms);
-        }
-}
-
-static void settings_parse_duration__malformed__einval(void **state) {
-        static const char *const bad[] = {
-                "",
-                "10",
-                "s",
-                "1x",
-                "1.5s",
-                "-1s",
-                " 1s",
-                "1s ",
-                "1 s",
-                "1mss",
-                "1sm",
-                "ms",
-                "99999999999999999999s",
-                "9223372036854775807w",
-        };
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                int64_t ms = 42;
-                assert_int_equal(settings_parse_duration(bad[i], &ms), -EINVAL);
-                assert_int_equal(ms, 42);
-        }
-}
-
 static void settings_parse_listen__ipv4_and_ipv6__parsed(void **state) {
         struct sockaddr_storage ss;
         socklen_t len;
@@ -249,8 +209,6 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(settings_parse_duration__units__milliseconds),
-                cmocka_unit_test(settings_parse_duration__malformed__einval),
                 cmocka_unit_test(settings_parse_listen__ipv4_and_ipv6__parsed),
                 cmocka_unit_test(settings_parse_listen__bad_address__einval),
                 cmocka_unit_test(settings_load__flags__override_config),

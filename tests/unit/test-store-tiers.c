@@ -118,9 +118,9 @@ static int teardown(void **state) {
 }
 
 /* The naive answer: every bucket's aggregate over the truth. */
-static void check_query(struct store *s, size_t i, int64_t start, int64_t end, int64_t step, enum store_agg agg,
+static void check_query(struct store *s, size_t i, int64_t start, int64_t end, int64_t step, enum history_agg agg,
                         bool rate) {
-        struct store_query q = {
+        struct history_query q = {
                 .metric = series[i].metric,
                 .start_ms = start,
                 .end_ms = end,
@@ -134,10 +134,10 @@ static void check_query(struct store *s, size_t i, int64_t start, int64_t end, i
                 snprintf(q.matchers[l].value, sizeof(q.matchers[l].value), "%s", series[i].label_values[l]);
         }
         q.n_matchers = metric_label_count(m);
-        struct store_result *res = NULL;
+        struct history_result *res = NULL;
         assert_int_equal(store_query_range(s, &q, &res), 0);
         assert_int_equal(res->n_series, 1);
-        const struct store_series_result *sr = &res->series[0];
+        const struct history_series *sr = &res->series[0];
         assert_string_equal(sr->desc.label_values[0], series[i].label_values[0]);
 
         int64_t first = start - start % step;
@@ -170,18 +170,18 @@ static void check_query(struct store *s, size_t i, int64_t start, int64_t end, i
                 }
                 if (count == 0)
                         continue;
-                double want = agg == STORE_AGG_MIN    ? mn
-                              : agg == STORE_AGG_MAX  ? mx
-                              : agg == STORE_AGG_SUM  ? sum
-                              : agg == STORE_AGG_LAST ? last
-                                                      : sum / (double) count;
+                double want = agg == HISTORY_AGG_MIN    ? mn
+                              : agg == HISTORY_AGG_MAX  ? mx
+                              : agg == HISTORY_AGG_SUM  ? sum
+                              : agg == HISTORY_AGG_LAST ? last
+                                                        : sum / (double) count;
                 assert_true(p < sr->n_points);
                 assert_int_equal(sr->points[p].timestamp_ms, b);
                 assert_double_near(sr->points[p].value, want, 1e-9 * fmax(1, fabs(want)));
                 p++;
         }
         assert_int_equal(p, sr->n_points);
-        store_result_free(res);
+        history_result_free(res);
 }
 
 static void store_query_range__raw_tier__matches_naive(void **state) {
@@ -189,12 +189,12 @@ static void store_query_range__raw_tier__matches_naive(void **state) {
         struct store *s = open_store("raw.db", NULL);
         append_ticks(s, 1500, 1000); /* 25 min: closed chunks and an open one */
         for (size_t i = 0; i < N_SERIES; i++)
-                for (int agg = STORE_AGG_AVG; agg <= STORE_AGG_SUM; agg++) {
-                        check_query(s, i, T0, truth.ts[truth.n - 1], 7000, (enum store_agg) agg, false);
-                        check_query(s, i, T0 + 333333, T0 + 1222222, 1000, (enum store_agg) agg, false);
+                for (int agg = HISTORY_AGG_AVG; agg <= HISTORY_AGG_SUM; agg++) {
+                        check_query(s, i, T0, truth.ts[truth.n - 1], 7000, (enum history_agg) agg, false);
+                        check_query(s, i, T0 + 333333, T0 + 1222222, 1000, (enum history_agg) agg, false);
                 }
-        check_query(s, 2, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_AVG, true);
-        check_query(s, 2, T0, truth.ts[truth.n - 1], 13000, STORE_AGG_MAX, true);
+        check_query(s, 2, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_AVG, true);
+        check_query(s, 2, T0, truth.ts[truth.n - 1], 13000, HISTORY_AGG_MAX, true);
         store_close(s);
 }
 
@@ -206,8 +206,8 @@ static void store_query_range__minute_tier__matches_naive(void **state) {
         int64_t end = truth.ts[truth.n - 1];
         end = end - end % 60000 - 1;
         for (size_t i = 0; i < N_SERIES; i++)
-                for (int agg = STORE_AGG_AVG; agg <= STORE_AGG_SUM; agg++)
-                        check_query(s, i, T0, end, 120000, (enum store_agg) agg, false);
+                for (int agg = HISTORY_AGG_AVG; agg <= HISTORY_AGG_SUM; agg++)
+                        check_query(s, i, T0, end, 120000, (enum history_agg) agg, false);
         store_close(s);
 }
 
@@ -218,13 +218,13 @@ static void store_query_range__hour_tier__matches_naive(void **state) {
         int64_t end = truth.ts[truth.n - 1];
         end = end - end % 60000 - 1;
         for (size_t i = 0; i < N_SERIES; i++)
-                for (int agg = STORE_AGG_AVG; agg <= STORE_AGG_SUM; agg++)
-                        check_query(s, i, T0, end, 3600000, (enum store_agg) agg, false);
+                for (int agg = HISTORY_AGG_AVG; agg <= HISTORY_AGG_SUM; agg++)
+                        check_query(s, i, T0, end, 3600000, (enum history_agg) agg, false);
         store_close(s);
         /* After a clean stop the partial minute is in the rollups too. */
         s = open_store("hour.db", NULL);
-        check_query(s, 3, T0, truth.ts[truth.n - 1], 3600000, STORE_AGG_SUM, false);
-        check_query(s, 0, T0, truth.ts[truth.n - 1], 7000, STORE_AGG_LAST, false);
+        check_query(s, 3, T0, truth.ts[truth.n - 1], 3600000, HISTORY_AGG_SUM, false);
+        check_query(s, 0, T0, truth.ts[truth.n - 1], 7000, HISTORY_AGG_LAST, false);
         store_close(s);
 }
 
@@ -264,18 +264,18 @@ static void store_open__after_crash__keeps_every_tick(void **state) {
 
         s = open_store("crashed.db", NULL);
         for (size_t i = 0; i < N_SERIES; i++) {
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
-                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, STORE_AGG_SUM, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, HISTORY_AGG_SUM, false);
         }
         /* Carry on in the same minute: the split minute adds up. */
         append_ticks(s, 500, 1000);
         store_close(s);
         s = open_store("crashed.db", NULL);
         for (size_t i = 0; i < N_SERIES; i++) {
-                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, STORE_AGG_AVG, false);
-                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, STORE_AGG_MIN, false);
-                check_query(s, i, T0, truth.ts[truth.n - 1], 3600000, STORE_AGG_SUM, false);
-                check_query(s, i, T0, truth.ts[truth.n - 1], 5000, STORE_AGG_MAX, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, HISTORY_AGG_AVG, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 60000, HISTORY_AGG_MIN, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 3600000, HISTORY_AGG_SUM, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 5000, HISTORY_AGG_MAX, false);
         }
         store_close(s);
 }
@@ -385,8 +385,8 @@ static void store_open__schema_1__migrated(void **state) {
 
         struct store *s = NULL;
         assert_int_equal(store_open(path, &s), 0);
-        check_query(s, 0, T0, truth.ts[999], 1000, STORE_AGG_LAST, false);
-        check_query(s, 0, T0, truth.ts[999], 60000, STORE_AGG_AVG, false);
+        check_query(s, 0, T0, truth.ts[999], 1000, HISTORY_AGG_LAST, false);
+        check_query(s, 0, T0, truth.ts[999], 60000, HISTORY_AGG_AVG, false);
         store_close(s);
         assert_int_equal(db_int("v1.db", "PRAGMA user_version"), STORE_SCHEMA_VERSION);
         assert_int_equal(db_int("v1.db", "SELECT count(*) FROM sqlite_master WHERE name = 'samples'"), 0);
@@ -429,7 +429,7 @@ static void store_open__newer_or_damaged__refused(void **state) {
 static void store_append__disk_full__degrades_then_resumes(void **state) {
         (void) state;
         struct store *s = open_store("full.db", NULL);
-        struct store_stats st;
+        struct history_stats st;
         append_ticks(s, 100, 1000);
         int64_t pages = db_int("full.db", "PRAGMA page_count");
         assert_int_equal(store_set_page_limit(s, pages), 0);
@@ -459,13 +459,15 @@ static void store_append__disk_full__degrades_then_resumes(void **state) {
         assert_int_equal(st.ticks_dropped, 0);
         assert_false(st.degraded);
         for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
         store_close(s);
 }
 
 static unsigned healthz(struct store *s, char *body, size_t size) {
         struct snapshot_slot slot;
-        struct web_context ctx = { .latest = &slot, .interval_ms = 1000, .time_scale = 1, .store = s };
+        struct web_context ctx = {
+                .latest = &slot, .interval_ms = 1000, .time_scale = 1, .history = { &store_history_ops, s }
+        };
         struct web_reply reply = { 0 };
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -520,15 +522,15 @@ static void store_list_series__lists_registered(void **state) {
         assert_int_equal(list[2].metric, METRIC_DEVICE_DMA_BYTES);
         assert_string_equal(list[2].label_values[1], "read");
         free(list);
-        struct store_matcher m = { "neuroncore", "1" };
+        struct history_matcher m = { "neuroncore", "1" };
         assert_int_equal(store_list_series(s, METRIC_CORE_UTILIZATION, &m, 1, &list, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(list[0].label_values[1], "1");
         free(list);
-        struct store_query q = {
+        struct history_query q = {
                 .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = 1000, .step_ms = 1, .rate = true
         };
-        struct store_result *res = NULL;
+        struct history_result *res = NULL;
         assert_int_equal(store_query_range(s, &q, &res), -EINVAL); /* rate of a gauge */
         store_close(s);
 }
@@ -549,14 +551,14 @@ static void store_append__values__kept_to_documented_precision(void **state) {
         for (size_t t = 0; t < 3; t++)
                 assert_int_equal(store_append(s, T0 + 1000 * (int64_t) t, in[t], valid, N_SERIES), 0);
         for (size_t i = 0; i < N_SERIES; i++) {
-                struct store_query q = { .metric = series[i].metric,
-                                         .start_ms = T0,
-                                         .end_ms = T0 + 2000,
-                                         .step_ms = 1000,
-                                         .agg = STORE_AGG_LAST };
-                struct store_result *res = NULL;
+                struct history_query q = { .metric = series[i].metric,
+                                           .start_ms = T0,
+                                           .end_ms = T0 + 2000,
+                                           .step_ms = 1000,
+                                           .agg = HISTORY_AGG_LAST };
+                struct history_result *res = NULL;
                 assert_int_equal(store_query_range(s, &q, &res), 0);
-                const struct store_series_result *sr = NULL;
+                const struct history_series *sr = NULL;
                 for (size_t k = 0; k < res->n_series; k++)
                         if (strcmp(res->series[k].desc.label_values[1], series[i].label_values[1]) == 0)
                                 sr = &res->series[k];
@@ -566,7 +568,7 @@ static void store_append__values__kept_to_documented_precision(void **state) {
                         double want = kept(i, in[t][i]), got = sr->points[t].value;
                         assert_true(memcmp(&got, &want, sizeof(got)) == 0);
                 }
-                store_result_free(res);
+                history_result_free(res);
         }
         store_close(s);
 }
@@ -586,7 +588,7 @@ static void store_open_deferred__database_appears__stores_held_ticks(void **stat
         (void) state;
         char sub[128], path[160], body[512];
         struct store *s = NULL;
-        struct store_stats st;
+        struct history_stats st;
         struct store_options o;
         store_options_init(&o);
         path_of(sub, sizeof(sub), "later");
@@ -609,10 +611,10 @@ static void store_open_deferred__database_appears__stores_held_ticks(void **stat
         assert_int_equal(st.last_error, -ENOENT);
         assert_true(st.write_errors > 0 && st.write_errors < 10); /* backed off */
         assert_int_equal(st.ticks_dropped, 0);
-        struct store_query q = {
+        struct history_query q = {
                 .metric = METRIC_CORE_UTILIZATION, .start_ms = T0, .end_ms = T0 + 100000, .step_ms = 1000
         };
-        struct store_result *res = NULL;
+        struct history_result *res = NULL;
         assert_int_equal(store_query_range(s, &q, &res), -EAGAIN);
         struct series_desc *list = NULL;
         size_t n = 0;
@@ -630,14 +632,14 @@ static void store_open_deferred__database_appears__stores_held_ticks(void **stat
         assert_int_equal(append_tick(s, 1000), 0);
         /* Every tick, those held before the database opened too. */
         for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
         assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), 0);
         assert_int_equal(n, N_SERIES);
         free(list);
         store_close(s);
         s = open_store("later/neurond.db", NULL);
         for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
         store_close(s);
 }
 
@@ -659,7 +661,7 @@ static void store_close__deferred__writes_held_ticks(void **state) {
         store_close(s);
         s = open_store("later/neurond.db", NULL);
         for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
         store_close(s);
 }
 
@@ -669,7 +671,7 @@ static void store_open_deferred__damaged_file__set_aside_when_opened(void **stat
         (void) state;
         char path[128], pattern[160];
         struct store *s = NULL;
-        struct store_stats st;
+        struct history_stats st;
         struct store_options o;
         store_options_init(&o);
         path_of(path, sizeof(path), "junk.db");
@@ -689,7 +691,7 @@ static void store_open_deferred__damaged_file__set_aside_when_opened(void **stat
         assert_int_equal(glob(pattern, 0, NULL, &g), 0);
         assert_int_equal(g.gl_pathc, 1);
         globfree(&g);
-        check_query(s, 0, T0, truth.ts[truth.n - 1], 1000, STORE_AGG_LAST, false);
+        check_query(s, 0, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
         store_close(s);
 }
 

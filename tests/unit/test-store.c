@@ -56,10 +56,10 @@ static struct store *open_store(const char *path) {
         return s;
 }
 
-static struct store_result *query(struct store *s, enum metric_id metric, int64_t start, int64_t end, int64_t step,
-                                  enum store_agg agg) {
-        struct store_query q = { .metric = metric, .start_ms = start, .end_ms = end, .step_ms = step, .agg = agg };
-        struct store_result *r = NULL;
+static struct history_result *query(struct store *s, enum metric_id metric, int64_t start, int64_t end, int64_t step,
+                                    enum history_agg agg) {
+        struct history_query q = { .metric = metric, .start_ms = start, .end_ms = end, .step_ms = step, .agg = agg };
+        struct history_result *r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
         return r;
 }
@@ -74,7 +74,7 @@ static void store_append__ticks__read_back_by_bucket(void **state) {
                 uint8_t valid[] = { 1, t % 2 == 0, 1 };
                 assert_int_equal(store_append(s, 1000000 + t * 1000, values, valid, 3), 0);
         }
-        struct store_result *r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 5000, STORE_AGG_AVG);
+        struct history_result *r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 5000, HISTORY_AGG_AVG);
         assert_int_equal(r->n_series, 2);
         assert_string_equal(r->series[0].desc.label_values[1], "0");
         assert_int_equal(r->series[0].n_points, 2);
@@ -83,17 +83,17 @@ static void store_append__ticks__read_back_by_bucket(void **state) {
         assert_double_near(r->series[0].points[0].value, 0.2, 1e-7);
         assert_int_equal(r->series[0].points[1].timestamp_ms, 1005000);
         assert_double_near(r->series[0].points[1].value, 0.7, 1e-7);
-        store_result_free(r);
+        history_result_free(r);
 
-        r = query(s, METRIC_DEVICE_MEMORY_USED, 1000000, 1009000, 5000, STORE_AGG_LAST);
+        r = query(s, METRIC_DEVICE_MEMORY_USED, 1000000, 1009000, 5000, HISTORY_AGG_LAST);
         assert_int_equal(r->n_series, 1);
         assert_double_near(r->series[0].points[0].value, 4096.0 * 4, 0);
         assert_double_near(r->series[0].points[1].value, 4096.0 * 9, 0);
-        store_result_free(r);
+        history_result_free(r);
 
-        r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 1000, STORE_AGG_SUM);
+        r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 1000, HISTORY_AGG_SUM);
         assert_int_equal(r->series[1].n_points, 5); /* only the valid ticks were stored */
-        store_result_free(r);
+        history_result_free(r);
         store_close(s);
 }
 
@@ -104,17 +104,17 @@ static void store_query_range__label_matcher__filters(void **state) {
         uint8_t valid[] = { 1, 1, 1 };
         assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
 
-        struct store_query q = { .metric = METRIC_CORE_UTILIZATION,
-                                 .start_ms = 0,
-                                 .end_ms = 10000,
-                                 .step_ms = 1000,
-                                 .n_matchers = 1,
-                                 .matchers = { { "neuroncore", "1" } } };
-        struct store_result *r = NULL;
+        struct history_query q = { .metric = METRIC_CORE_UTILIZATION,
+                                   .start_ms = 0,
+                                   .end_ms = 10000,
+                                   .step_ms = 1000,
+                                   .n_matchers = 1,
+                                   .matchers = { { "neuroncore", "1" } } };
+        struct history_result *r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
         assert_int_equal(r->n_series, 1);
         assert_double_near(r->series[0].points[0].value, 0.75, 0);
-        store_result_free(r);
+        history_result_free(r);
         store_close(s);
 }
 
@@ -128,10 +128,10 @@ static void store_open__reopen__series_keep_identity(void **state) {
 
         s = open_store(f->path);
         assert_int_equal(store_append(s, 2000, values, valid, 3), 0);
-        struct store_result *r = query(s, METRIC_CORE_UTILIZATION, 0, 3000, 1000, STORE_AGG_AVG);
+        struct history_result *r = query(s, METRIC_CORE_UTILIZATION, 0, 3000, 1000, HISTORY_AGG_AVG);
         assert_int_equal(r->n_series, 2);
         assert_int_equal(r->series[0].n_points, 2);
-        store_result_free(r);
+        history_result_free(r);
         store_close(s);
 }
 
@@ -156,13 +156,13 @@ static void store_query_range__too_many_points__e2big(void **state) {
         assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
 
         /* Two utilization series: half the budget each fits, more does not. */
-        int64_t buckets = STORE_QUERY_POINTS_MAX / 2;
-        struct store_query q = {
+        int64_t buckets = HISTORY_POINTS_MAX / 2;
+        struct history_query q = {
                 .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = (buckets - 1) * 1000, .step_ms = 1000
         };
-        struct store_result *r = NULL;
+        struct history_result *r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
-        store_result_free(r);
+        history_result_free(r);
         q.end_ms += 1000;
         r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), -E2BIG);

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include <systemd/sd-journal.h>
 #endif
 
-#include "daemon/log.h"
+#include "lib/log.h"
 
 static enum log_level log_max_level = LOG_LEVEL_INFO;
 static bool log_to_journal; /* stderr is the journal's stream */
@@ -31,6 +32,24 @@ static bool stderr_is_journal(void) {
         if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
                 return false;
         return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+}
+
+int log_level_parse(const char *text, enum log_level *ret) {
+        static const struct {
+                const char *name;
+                enum log_level level;
+        } levels[] = {
+                { "error", LOG_LEVEL_ERROR },
+                { "warning", LOG_LEVEL_WARNING },
+                { "info", LOG_LEVEL_INFO },
+                { "debug", LOG_LEVEL_DEBUG },
+        };
+        for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+                if (strcmp(text, levels[i].name) == 0) {
+                        *ret = levels[i].level;
+                        return 0;
+                }
+        return -EINVAL;
 }
 
 void log_init(enum log_level max_level) {

@@ -10,7 +10,15 @@
  * Thread safe: every message is one write. */
 #pragma once
 
-#include "daemon/settings.h"
+enum log_level {
+        LOG_LEVEL_ERROR = 3,
+        LOG_LEVEL_WARNING = 4,
+        LOG_LEVEL_INFO = 6,
+        LOG_LEVEL_DEBUG = 7,
+};
+
+/* Parses "error", "warning", "info" or "debug". Returns 0 or -EINVAL. */
+int log_level_parse(const char *text, enum log_level *ret);
 
 void log_init(enum log_level max_level);
 /* Changes the level at run time (configuration reload). */

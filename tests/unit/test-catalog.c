@@ -58,11 +58,11 @@ static bool near(double a, double b, double rel) {
         return fabs(a - b) <= rel * fabs(b);
 }
 
-static void model_catalog__every_row__matches_hardware_md(void **state) {
-        assert_int_equal(model_catalog_size, sizeof(rows) / sizeof(rows[0]));
+static void catalog__every_row__matches_hardware_md(void **state) {
+        assert_int_equal(catalog_size, sizeof(rows) / sizeof(rows[0]));
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
                 const struct expected_row *e = &rows[i];
-                const struct model_instance *m = model_catalog_find(e->name);
+                const struct catalog_instance *m = catalog_find(e->name);
                 print_message("# %s\n", e->name);
                 assert_non_null(m);
                 assert_string_equal(m->name, e->name);
@@ -71,7 +71,7 @@ static void model_catalog__every_row__matches_hardware_md(void **state) {
                 assert_true((uint64_t) m->devices * m->chip->memory_bytes == e->memory_gib * GIB_BYTES);
                 /* "Within rounding": the published totals carry 3-4 digits. */
                 assert_true(near(m->devices * m->chip->memory_bandwidth, e->memory_bw, 0.005));
-                assert_string_equal(model_topology_name(m), e->topology);
+                assert_string_equal(catalog_topology_name(m), e->topology);
                 assert_true(near(m->link_bandwidth + m->cross_link_bandwidth, e->link_bw, 1e-9) ||
                             (e->link_bw == 0 && m->link_bandwidth == 0));
                 assert_int_equal(m->host_vcpus, e->vcpus);
@@ -83,7 +83,7 @@ static void model_catalog__every_row__matches_hardware_md(void **state) {
 }
 
 /* HARDWARE.md section 1, column by column. */
-static void model_catalog__chips__match_hardware_md(void **state) {
+static void catalog__chips__match_hardware_md(void **state) {
         static const struct {
                 const char *instance;
                 const char *core_version, *link_version;
@@ -103,7 +103,7 @@ static void model_catalog__chips__match_hardware_md(void **state) {
                   671, 128 },
         };
         for (size_t i = 0; i < sizeof(chips) / sizeof(chips[0]); i++) {
-                const struct model_chip *c = model_catalog_find(chips[i].instance)->chip;
+                const struct catalog_chip *c = catalog_find(chips[i].instance)->chip;
                 assert_string_equal(c->core_version, chips[i].core_version);
                 assert_string_equal(c->link_version, chips[i].link_version);
                 assert_int_equal(c->cores, chips[i].cores);
@@ -117,33 +117,33 @@ static void model_catalog__chips__match_hardware_md(void **state) {
                 assert_int_equal(c->dma_engines, chips[i].dma_engines);
         }
         /* 003: UltraServer compute totals. */
-        const struct model_instance *g1 = model_catalog_find("trn3-gen1-ultraserver");
-        const struct model_instance *g2 = model_catalog_find("trn3-gen2-ultraserver");
+        const struct catalog_instance *g1 = catalog_find("trn3-gen1-ultraserver");
+        const struct catalog_instance *g2 = catalog_find("trn3-gen2-ultraserver");
         assert_true(near(g1->devices * g1->chip->fp16_tflops, 42944, 1e-9));
         assert_true(near(g2->devices * g2->chip->fp16_tflops, 96624, 1e-9));
         assert_true(near(g1->devices * g1->chip->mxfp8_tflops, 161088, 1e-9));
         assert_true(near(g2->devices * g2->chip->mxfp8_tflops, 362448, 1e-9));
 }
 
-static void model_catalog__unknown_name__returns_null(void **state) {
-        assert_null(model_catalog_find("p5.48xlarge"));
-        assert_null(model_catalog_find(""));
-        assert_null(model_catalog_find("trn1.32XLARGE"));
+static void catalog__unknown_name__returns_null(void **state) {
+        assert_null(catalog_find("p5.48xlarge"));
+        assert_null(catalog_find(""));
+        assert_null(catalog_find("trn1.32XLARGE"));
 }
 
 /* Links go both ways, never to the device itself, and the trn2
  * UltraServer ring joins same-position chips of neighbouring servers. */
-static void model_topology_peers__every_instance__is_symmetric(void **state) {
+static void catalog_topology_peers__every_instance__is_symmetric(void **state) {
         unsigned peers[256], back[256];
-        for (size_t i = 0; i < model_catalog_size; i++) {
-                const struct model_instance *m = &model_catalog[i];
+        for (size_t i = 0; i < catalog_size; i++) {
+                const struct catalog_instance *m = &catalog[i];
                 for (unsigned d = 0; d < m->devices; d++) {
-                        unsigned n = model_topology_peers(m, d, peers);
+                        unsigned n = catalog_topology_peers(m, d, peers);
                         assert_int_equal(n, rows[i].peers);
                         for (unsigned j = 0; j < n; j++) {
                                 assert_int_not_equal(peers[j], d);
                                 assert_true(peers[j] < m->devices);
-                                unsigned nb = model_topology_peers(m, peers[j], back);
+                                unsigned nb = catalog_topology_peers(m, peers[j], back);
                                 bool found = false;
                                 for (unsigned k = 0; k < nb; k++)
                                         found = found || back[k] == d;
@@ -151,8 +151,8 @@ static void model_topology_peers__every_instance__is_symmetric(void **state) {
                         }
                 }
         }
-        const struct model_instance *us = model_catalog_find("trn2-ultraserver");
-        unsigned n = model_topology_peers(us, 5, peers);
+        const struct catalog_instance *us = catalog_find("trn2-ultraserver");
+        unsigned n = catalog_topology_peers(us, 5, peers);
         /* Device 5 is (1,1) of server 0: torus 6, 4, 9, 1; ring 21, 53. */
         unsigned want[] = { 6, 4, 9, 1, 21, 53 };
         assert_int_equal(n, 6);
@@ -162,10 +162,10 @@ static void model_topology_peers__every_instance__is_symmetric(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(model_catalog__every_row__matches_hardware_md),
-                cmocka_unit_test(model_catalog__chips__match_hardware_md),
-                cmocka_unit_test(model_catalog__unknown_name__returns_null),
-                cmocka_unit_test(model_topology_peers__every_instance__is_symmetric),
+                cmocka_unit_test(catalog__every_row__matches_hardware_md),
+                cmocka_unit_test(catalog__chips__match_hardware_md),
+                cmocka_unit_test(catalog__unknown_name__returns_null),
+                cmocka_unit_test(catalog_topology_peers__every_instance__is_symmetric),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

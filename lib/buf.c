@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "web/buf.h"
+#include "lib/buf.h"
 
 bool buf_reserve(struct buf *b, size_t n) {
         if (b->failed)

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "collectors/model.h"
+#include "lib/catalog.h"
 
 /* Sources named below:
  *   HW      /work/shared HARDWARE.md section 1 and 2 (the project's fact sheet)
@@ -17,7 +17,7 @@
 #define GiB_BYTES 1073741824ull
 
 /* Inferentia (Inf1). */
-static const struct model_chip chip_inferentia = {
+static const struct catalog_chip chip_inferentia = {
         .family = "Inferentia",
         .device_name = "Inferentia", /* HW 1: sysfs device_name */
         .arch = "NDv1",              /* HW 1 */
@@ -38,7 +38,7 @@ static const struct model_chip chip_inferentia = {
 };
 
 /* Inferentia2 (Inf2). */
-static const struct model_chip chip_inferentia2 = {
+static const struct catalog_chip chip_inferentia2 = {
         .family = "Inferentia2",
         .device_name = "Inferentia2", /* HW 1 */
         .arch = "NDv3",               /* HW 1 */
@@ -57,7 +57,7 @@ static const struct model_chip chip_inferentia2 = {
 };
 
 /* Trainium (Trn1). */
-static const struct model_chip chip_trainium = {
+static const struct catalog_chip chip_trainium = {
         .family = "Trainium",
         .device_name = "Trainium1", /* HW 1 */
         .arch = "NDv2",             /* HW 1 */
@@ -76,7 +76,7 @@ static const struct model_chip chip_trainium = {
 };
 
 /* Trainium2 (Trn2). Physical cores: tools show 4 logical at LNC=2. */
-static const struct model_chip chip_trainium2 = {
+static const struct catalog_chip chip_trainium2 = {
         .family = "Trainium2",
         .device_name = "Trainium2", /* HW 1 */
         .arch = "NDv3",             /* HW 1 */
@@ -95,7 +95,7 @@ static const struct model_chip chip_trainium2 = {
 };
 
 /* Trainium3 (Trn3). */
-static const struct model_chip chip_trainium3 = {
+static const struct catalog_chip chip_trainium3 = {
         .family = "Trainium3",
         .device_name = "Trainium3", /* HW 1 */
         .arch = "NDv4",             /* HW 1 */
@@ -120,7 +120,7 @@ static const struct model_chip chip_trainium3 = {
  * 4x4 for 16 devices (HW 1 and 2: "4x4 torus", "2D torus"). Laid out by
  * hand, an instance to an entry: clang-format would give each field a line. */
 /* clang-format off */
-const struct model_instance model_catalog[] = {
+const struct catalog_instance catalog[] = {
         /* inf1-arch.rst: 1 device, no NeuronLink; 4 / 8 GiB and 8 / 16 GiB host. */
         { .name = "inf1.xlarge", .chip = &chip_inferentia, .devices = 1, .topology = TOPOLOGY_NONE,
           .host_vcpus = 4, .host_memory_bytes = 8 * GiB_BYTES },
@@ -173,16 +173,16 @@ const struct model_instance model_catalog[] = {
 };
 /* clang-format on */
 
-const size_t model_catalog_size = sizeof(model_catalog) / sizeof(model_catalog[0]);
+const size_t catalog_size = sizeof(catalog) / sizeof(catalog[0]);
 
-const struct model_instance *model_catalog_find(const char *name) {
-        for (size_t i = 0; i < model_catalog_size; i++)
-                if (strcmp(model_catalog[i].name, name) == 0)
-                        return &model_catalog[i];
+const struct catalog_instance *catalog_find(const char *name) {
+        for (size_t i = 0; i < catalog_size; i++)
+                if (strcmp(catalog[i].name, name) == 0)
+                        return &catalog[i];
         return NULL;
 }
 
-const char *model_topology_name(const struct model_instance *inst) {
+const char *catalog_topology_name(const struct catalog_instance *inst) {
         switch (inst->topology) {
         case TOPOLOGY_RING:
                 return "ring";
@@ -205,7 +205,7 @@ static unsigned add_peer(unsigned *peers, unsigned n, unsigned self, unsigned p)
         return n + 1;
 }
 
-unsigned model_topology_peers(const struct model_instance *inst, unsigned d, unsigned *ret_peers) {
+unsigned catalog_topology_peers(const struct catalog_instance *inst, unsigned d, unsigned *ret_peers) {
         unsigned n = 0, devs = inst->devices;
 
         switch (inst->topology) {

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "collectors/metric.h"
+#include "lib/metric.h"
 
 const struct metric_desc metric_table[METRIC__COUNT] = {
         [METRIC_CORE_UTILIZATION] = {

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "daemon/snapshot.h"
+#include "lib/snapshot.h"
 
 struct snapshot *snapshot_new(size_t n) {
         /* One allocation: header, values, then validity flags. */
