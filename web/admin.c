@@ -78,7 +78,7 @@ static void inject_fault(const struct fault_control *fc, struct MHD_Connection *
         char err[256], canonical[FAULT_SPEC_MAX];
 
         if (!text || !*text) {
-                web_reply_error(reply, 400, "bad_data", "parameter 'fault': missing (e.g. fault=device_down:3+30s)");
+                reply_error(reply, 400, "bad_data", "parameter 'fault': missing (e.g. fault=device_down:3+30s)");
                 return;
         }
         /* A '+' in a query string arrives as a space unless sent as %2B:
@@ -89,11 +89,11 @@ static void inject_fault(const struct fault_control *fc, struct MHD_Connection *
                 if (*p == ' ')
                         *p = '+';
         if (strlen(text) >= sizeof(spec)) {
-                web_reply_error(reply, 400, "bad_data", "parameter 'fault': too long");
+                reply_error(reply, 400, "bad_data", "parameter 'fault': too long");
                 return;
         }
         if (fc->ops->inject(fc->impl, spec, canonical, sizeof(canonical), err, sizeof(err)) < 0) {
-                web_reply_error(reply, 400, "bad_data", "parameter 'fault': %s", err);
+                reply_error(reply, 400, "bad_data", "parameter 'fault': %s", err);
                 return;
         }
         log_info("admin: %s injected fault %s", client, canonical);
@@ -108,20 +108,20 @@ void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
         char client[64];
 
         if (!ctx->admin) {
-                web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", url);
+                reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", url);
                 return;
         }
         if (!client_is_loopback(conn, client, sizeof(client))) {
                 log_warning("admin: refused %s %.100s from %s (loopback only)", method, url, client);
-                web_reply_error(reply, 403, "forbidden", "the admin endpoint answers loopback clients only");
+                reply_error(reply, 403, "forbidden", "the admin endpoint answers loopback clients only");
                 return;
         }
         if (strcmp(url, FAULTS_PATH) != 0) {
-                web_reply_error(reply, 404, "not_found", "no such API endpoint: %.200s (try " FAULTS_PATH ")", url);
+                reply_error(reply, 404, "not_found", "no such API endpoint: %.200s (try " FAULTS_PATH ")", url);
                 return;
         }
         if (!ctx->faults.ops) {
-                web_reply_error(reply, 404, "not_found", "fault injection needs the model backend");
+                reply_error(reply, 404, "not_found", "fault injection needs the model backend");
                 return;
         }
         bool reads = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
@@ -129,8 +129,8 @@ void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
          * do not. Refusing it keeps a web page from injecting faults. */
         if (!reads && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin")) {
                 log_warning("admin: refused %s %.100s from %s carrying an Origin header", method, url, client);
-                web_reply_error(reply, 403, "forbidden",
-                                "the admin endpoint refuses requests from web pages (Origin header)");
+                reply_error(reply, 403, "forbidden",
+                            "the admin endpoint refuses requests from web pages (Origin header)");
                 return;
         }
         if (reads) {
@@ -143,7 +143,7 @@ void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, c
                 buf_puts(&reply->body, "{\"status\":\"success\",\"data\":{}}\n");
                 reply_json(reply, 200);
         } else {
-                web_reply_error(reply, 405, "bad_data", "method %.16s not allowed; use GET, POST or DELETE", method);
-                reply->allow = "GET, HEAD, POST, DELETE";
+                reply_error(reply, 405, "bad_data", "method %.16s not allowed; use GET, POST or DELETE", method);
+                snprintf(reply->allow, sizeof(reply->allow), "GET, HEAD, POST, DELETE");
         }
 }

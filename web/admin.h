@@ -14,7 +14,8 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#include "web/http.h"
+#include "web/context.h"
+#include "web/reply.h"
 
 #define ADMIN_PREFIX "/api/v1/admin"
 

@@ -15,12 +15,12 @@
 
 /* The 503 for a store that cannot answer (-EAGAIN: no database open yet,
  * see store_open_deferred()); false when r is no error. */
-static bool reply_store_error(struct web_reply *reply, int r) {
+static bool answer_store_error(struct web_reply *reply, int r) {
         if (r == -EAGAIN)
-                web_reply_error(reply, 503, "unavailable",
-                                "storage is unavailable: the database could not be opened yet; neurond keeps retrying");
+                reply_error(reply, 503, "unavailable",
+                            "storage is unavailable: the database could not be opened yet; neurond keeps retrying");
         else if (r < 0)
-                web_reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
+                reply_error(reply, 503, "unavailable", "reading the store failed: %s", strerror(-r));
         return r < 0;
 }
 
@@ -58,18 +58,17 @@ static void json_series_labels(struct buf *b, const struct series_desc *d) {
         buf_puts(b, "}");
 }
 
-static bool reject_params(const struct param *params, size_t n, struct web_reply *reply) {
-        if (n == 0)
+static bool reject_params(const struct web_request *req, struct web_reply *reply) {
+        if (req->n_params == 0)
                 return false;
-        web_reply_error(reply, 400, "bad_data", "parameter '%.64s': this endpoint takes no parameters", params[0].key);
+        reply_error(reply, 400, "bad_data", "parameter '%.64s': this endpoint takes no parameters", req->params[0].key);
         return true;
 }
 
 /* Fresh while the latest tick is younger than three wall-clock intervals
  * plus a grace for a slow tick; otherwise the loop is stalled. */
-static void handle_healthz(const struct web_context *ctx, const struct param *params, size_t n,
-                           struct web_reply *reply) {
-        if (reject_params(params, n, reply))
+static void handle_healthz(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         /* SIGHUP may change the interval from the loop thread. */
@@ -151,12 +150,11 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
         buf_puts(b, "}");
 }
 
-static void handle_devices(const struct web_context *ctx, const struct param *params, size_t n,
-                           struct web_reply *reply) {
+static void handle_devices(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct inventory *inv = ctx->inv;
         struct buf *b = &reply->body;
 
-        if (reject_params(params, n, reply))
+        if (reject_params(req, reply))
                 return;
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"instance_type\":");
         json_string(b, inv->instance_type);
@@ -178,17 +176,16 @@ static void handle_devices(const struct web_context *ctx, const struct param *pa
 }
 
 /* /api/v1/devices/{index}: one device, with its current values. */
-static void handle_device(const struct web_context *ctx, const struct param *params, size_t n,
-                          struct web_reply *reply) {
+static void handle_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct inventory *inv = ctx->inv;
-        const char *id = reply->path ? strrchr(reply->path, '/') + 1 : "";
+        const char *id = strrchr(req->path, '/') + 1;
         struct buf *b = &reply->body;
         uint64_t index;
 
-        if (reject_params(params, n, reply))
+        if (reject_params(req, reply))
                 return;
         if (strlen(id) > 5 || (id[0] == '0' && id[1]) || parse_uint_range(id, 0, 99999, &index) < 0) {
-                web_reply_error(reply, 400, "bad_data", "device id '%.32s' is not a device index", id);
+                reply_error(reply, 400, "bad_data", "device id '%.32s' is not a device index", id);
                 return;
         }
         const struct device_info *dev = NULL;
@@ -196,8 +193,8 @@ static void handle_device(const struct web_context *ctx, const struct param *par
                 if (inv->devices[i].index == index)
                         dev = &inv->devices[i];
         if (!dev) {
-                web_reply_error(reply, 404, "not_found", "no device %u (this host has %u)", (unsigned) index,
-                                inv->n_devices);
+                reply_error(reply, 404, "not_found", "no device %u (this host has %u)", (unsigned) index,
+                            inv->n_devices);
                 return;
         }
         char label[16];
@@ -243,31 +240,30 @@ static bool is_known_label(const char *name) {
 static int check_filter_param(const struct param *params, size_t i, int *ret_metric, struct web_reply *reply) {
         for (size_t j = 0; j < i; j++)
                 if (strcmp(params[i].key, params[j].key) == 0) {
-                        web_reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once",
-                                        params[i].key);
+                        reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
                         return -EINVAL;
                 }
         if (strcmp(params[i].key, "metric") == 0) {
                 int metric = metric_lookup(params[i].value);
                 if (metric < 0) {
-                        web_reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
-                                        params[i].value);
+                        reply_error(reply, 400, "bad_data", "parameter 'metric': unknown metric '%.64s'",
+                                    params[i].value);
                         return -EINVAL;
                 }
                 *ret_metric = metric;
                 return 1;
         }
         if (!is_known_label(params[i].key)) {
-                web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
-                                params[i].key);
+                reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label", params[i].key);
                 return -EINVAL;
         }
         return 0;
 }
 
 /* Every current value, optionally filtered by metric= and label=value. */
-static void handle_latest(const struct web_context *ctx, const struct param *params, size_t n,
-                          struct web_reply *reply) {
+static void handle_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        const struct param *params = req->params;
+        size_t n = req->n_params;
         int metric = -1;
         struct buf *b = &reply->body;
 
@@ -278,8 +274,8 @@ static void handle_latest(const struct web_context *ctx, const struct param *par
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(params[i].key, "metric") != 0 &&
                             metric_label_index(&metric_table[metric], params[i].key) < 0) {
-                                web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a label of %s",
-                                                params[i].key, metric_table[metric].name);
+                                reply_error(reply, 400, "bad_data", "parameter '%.64s': not a label of %s",
+                                            params[i].key, metric_table[metric].name);
                                 return;
                         }
 
@@ -314,29 +310,30 @@ static void handle_latest(const struct web_context *ctx, const struct param *par
         reply->content_type = JSON_TYPE;
 }
 
-static void handle_query_range(const struct web_context *ctx, const struct param *params, size_t n,
-                               struct web_reply *reply) {
+static void handle_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        const struct param *params = req->params;
+        size_t n = req->n_params;
         struct history_query q;
         struct history_result *res = NULL;
         char err[256];
         struct buf *b = &reply->body;
 
         if (params_parse_query_range(params, n, clock_wall_ms(), &q, err, sizeof(err)) < 0) {
-                web_reply_error(reply, 400, "bad_data", "%s", err);
+                reply_error(reply, 400, "bad_data", "%s", err);
                 return;
         }
         int r = ctx->history.ops->query_range(ctx->history.impl, &q, &res);
         if (r == -E2BIG) {
-                web_reply_error(reply, 400, "bad_data",
-                                "the query would return more than %d points in all; add label filters or increase step",
-                                HISTORY_POINTS_MAX);
+                reply_error(reply, 400, "bad_data",
+                            "the query would return more than %d points in all; add label filters or increase step",
+                            HISTORY_POINTS_MAX);
                 return;
         }
         if (r == -EINVAL) {
-                web_reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
+                reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
                 return;
         }
-        if (reply_store_error(reply, r))
+        if (answer_store_error(reply, r))
                 return;
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
         for (size_t s = 0; s < res->n_series; s++) {
@@ -358,8 +355,9 @@ static void handle_query_range(const struct web_context *ctx, const struct param
 
 /* Every stored series with its labels, optionally of one metric and
  * filtered by label=value; series of earlier runs included. */
-static void handle_series(const struct web_context *ctx, const struct param *params, size_t n,
-                          struct web_reply *reply) {
+static void handle_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        const struct param *params = req->params;
+        size_t n = req->n_params;
         struct history_matcher matchers[HISTORY_MATCHERS_MAX];
         size_t n_matchers = 0;
         int metric = -1;
@@ -372,8 +370,8 @@ static void handle_series(const struct web_context *ctx, const struct param *par
                         continue;
                 if (n_matchers == HISTORY_MATCHERS_MAX || strlen(params[i].key) >= sizeof(matchers[0].name) ||
                     strlen(params[i].value) >= sizeof(matchers[0].value)) {
-                        web_reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
-                                        params[i].key);
+                        reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label",
+                                    params[i].key);
                         return;
                 }
                 snprintf(matchers[n_matchers].name, sizeof(matchers[0].name), "%s", params[i].key);
@@ -383,7 +381,7 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         struct series_desc *list = NULL;
         size_t count = 0;
         int r = ctx->history.ops->list_series(ctx->history.impl, metric, matchers, n_matchers, &list, &count);
-        if (reply_store_error(reply, r))
+        if (answer_store_error(reply, r))
                 return;
         struct buf *b = &reply->body;
         buf_puts(b, "{\"status\":\"success\",\"data\":[");
@@ -398,11 +396,10 @@ static void handle_series(const struct web_context *ctx, const struct param *par
         reply->content_type = JSON_TYPE;
 }
 
-static void handle_status(const struct web_context *ctx, const struct param *params, size_t n,
-                          struct web_reply *reply) {
+static void handle_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         struct buf *b = &reply->body;
 
-        if (reject_params(params, n, reply))
+        if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"version\":");

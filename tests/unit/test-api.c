@@ -29,7 +29,7 @@ static unsigned healthz_status(int64_t tick_age_ms, bool have_tick, char *body, 
                 s->monotonic_ms = monotonic_ms() - tick_age_ms;
                 snapshot_slot_publish(&slot, s);
         }
-        api_route("/healthz")(&ctx, NULL, 0, &reply);
+        api_route("/healthz")(&ctx, &(struct web_request){ .method = "GET", .path = "/healthz" }, &reply);
         snprintf(body, size, "%.*s", (int) reply.body.len, reply.body.data);
         buf_free(&reply.body);
         snapshot_slot_destroy(&slot);

@@ -1,0 +1,45 @@
+/* What the web side serves from: the daemon fills one web_context before
+ * the server starts and keeps it alive until the server has stopped.
+ * Handlers run on libmicrohttpd's threads; everything they read through it
+ * is either immutable after start or thread safe (the snapshot slot, the
+ * store's query path, the fault ops, the atomic counters). */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/faults.h"
+#include "lib/history.h"
+#include "lib/inventory.h"
+#include "lib/snapshot.h"
+#include "web/auth.h"
+#include "web/expo.h"
+
+struct web_context {
+        const char *web_root;
+        const struct inventory *inv;      /* devices of the accelerator backend */
+        const struct series_desc *series; /* every series, parallel to snapshots */
+        size_t n_series;
+        const struct expo *expo;
+        struct expo_self self;
+        struct snapshot_slot *latest;
+        struct history history;      /* stored history; ops NULL when there is none */
+        int64_t interval_ms;         /* simulated time between ticks */
+        double time_scale;           /* simulated seconds per wall second */
+        int64_t started_ms;          /* Unix ms when the daemon started */
+        bool admin;                  /* serve the admin endpoint (web/admin.h) */
+        struct fault_control faults; /* what it injects faults into; ops NULL when the backend cannot */
+
+        /* Security and limits. Numbers left at 0 take the defaults in web/http.h. */
+        const char *tls_cert; /* PEM text (http_read_pem); with tls_key, serve HTTPS */
+        const char *tls_key;
+        struct auth *auth;       /* NULL: no authentication */
+        bool healthz_open;       /* /healthz answers without credentials */
+        const char *cors_origin; /* Access-Control-Allow-Origin, NULL or "" for off */
+        unsigned max_connections;
+        unsigned connection_timeout_s;       /* idle time before a connection is closed */
+        size_t max_header_bytes;             /* request headers; past it 431 */
+        atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES counters, or NULL */
+};

@@ -1,0 +1,39 @@
+/* Answers: what a handler fills in, and how it goes out. Every response
+ * gets the same common headers (Content-Type, nosniff, the CSP, the
+ * referrer policy, CORS when configured) and is counted by status code in
+ * web_context.http_requests. Thread safe: nothing here keeps state. */
+#pragma once
+
+#include <microhttpd.h>
+
+#include "lib/buf.h"
+#include "web/context.h"
+
+/* What a handler answers. Usually a status, a content type and a body;
+ * a handler that needs a response of its own (a file descriptor, a shared
+ * buffer, extra headers) builds it and leaves it in response instead. */
+struct web_reply {
+        unsigned status;
+        const char *content_type;
+        struct buf body;               /* gzip-compressed on the way out when large and the client accepts it */
+        char allow[64];                /* Allow header, for 405; or "" */
+        struct MHD_Response *response; /* instead of body; reply_send() adds the common headers and owns it */
+};
+
+/* Fills reply with a Prometheus-style JSON error:
+ * {"status":"error","errorType":"<error_type>","error":"<message>"}. */
+void reply_error(struct web_reply *reply, unsigned status, const char *error_type, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* The 401 with the WWW-Authenticate challenge for the configured scheme. */
+void reply_unauthorized(const struct web_context *ctx, struct web_reply *reply);
+
+/* The 204 answer to a CORS preflight; methods: what the path allows,
+ * such as "GET, HEAD". */
+void reply_preflight(struct web_reply *reply, const char *methods);
+
+/* Queues reply on conn and frees what it holds. A body that failed to
+ * grow is answered 500; a body of 1 KiB or more is sent gzip-compressed
+ * when Accept-Encoding allows it. Returns MHD_NO when the response could
+ * not be queued (libmicrohttpd then closes the connection). */
+enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply);
