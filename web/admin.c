@@ -10,13 +10,7 @@
 #include "lib/log.h"
 #include "web/admin.h"
 
-#define FAULTS_PATH ADMIN_PREFIX "/faults"
 #define FAULTS_LIST_MAX 64
-
-bool admin_owns(const char *url) {
-        size_t n = strlen(ADMIN_PREFIX);
-        return strncmp(url, ADMIN_PREFIX, n) == 0 && (url[n] == '\0' || url[n] == '/');
-}
 
 bool admin_is_loopback(const struct sockaddr *sa) {
         if (!sa)
@@ -32,7 +26,8 @@ bool admin_is_loopback(const struct sockaddr *sa) {
         return false;
 }
 
-static bool client_is_loopback(struct MHD_Connection *conn, char *addr, size_t size) {
+/* Writes the client's address to addr; true when it is on loopback. */
+static bool client_address(struct MHD_Connection *conn, char *addr, size_t size) {
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         const struct sockaddr *sa = info ? info->client_addr : NULL;
 
@@ -72,10 +67,14 @@ static void list_faults(const struct fault_control *fc, struct web_reply *reply)
         reply_json(reply, 200);
 }
 
-static void inject_fault(const struct fault_control *fc, struct MHD_Connection *conn, const char *client,
+static void inject_fault(const struct fault_control *fc, const struct web_request *req, const char *client,
                          struct web_reply *reply) {
-        const char *text = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "fault");
+        const char *text = NULL;
         char err[256], canonical[FAULT_SPEC_MAX];
+
+        for (size_t i = 0; i < req->n_params && !text; i++)
+                if (strcmp(req->params[i].key, "fault") == 0)
+                        text = req->params[i].value;
 
         if (!text || !*text) {
                 reply_error(reply, 400, "bad_data", "parameter 'fault': missing (e.g. fault=device_down:3+30s)");
@@ -103,47 +102,48 @@ static void inject_fault(const struct fault_control *fc, struct MHD_Connection *
         reply_json(reply, 200);
 }
 
-void admin_request(const struct web_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
-                   struct web_reply *reply) {
+bool admin_refuse(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         char client[64];
 
         if (!ctx->admin) {
-                reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", url);
-                return;
+                reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", req->path);
+                return true;
         }
-        if (!client_is_loopback(conn, client, sizeof(client))) {
-                log_warning("admin: refused %s %.100s from %s (loopback only)", method, url, client);
+        if (!client_address(req->conn, client, sizeof(client))) {
+                log_warning("admin: refused %s %.100s from %s (loopback only)", req->method, req->path, client);
                 reply_error(reply, 403, "forbidden", "the admin endpoint answers loopback clients only");
-                return;
+                return true;
         }
-        if (strcmp(url, FAULTS_PATH) != 0) {
-                reply_error(reply, 404, "not_found", "no such API endpoint: %.200s (try " FAULTS_PATH ")", url);
-                return;
-        }
+        return false;
+}
+
+void admin_faults(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        char client[64];
+
+        client_address(req->conn, client, sizeof(client));
         if (!ctx->faults.ops) {
                 reply_error(reply, 404, "not_found", "fault injection needs the model backend");
                 return;
         }
-        bool reads = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+        bool reads = strcmp(req->method, MHD_HTTP_METHOD_GET) == 0 || strcmp(req->method, MHD_HTTP_METHOD_HEAD) == 0;
         /* Browsers send Origin with cross-site form posts; curl and scripts
          * do not. Refusing it keeps a web page from injecting faults. */
-        if (!reads && MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin")) {
-                log_warning("admin: refused %s %.100s from %s carrying an Origin header", method, url, client);
+        if (!reads && MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Origin")) {
+                log_warning("admin: refused %s %.100s from %s carrying an Origin header", req->method, req->path,
+                            client);
                 reply_error(reply, 403, "forbidden",
                             "the admin endpoint refuses requests from web pages (Origin header)");
                 return;
         }
         if (reads) {
                 list_faults(&ctx->faults, reply);
-        } else if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
-                inject_fault(&ctx->faults, conn, client, reply);
-        } else if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0) {
+        } else if (strcmp(req->method, MHD_HTTP_METHOD_POST) == 0) {
+                inject_fault(&ctx->faults, req, client, reply);
+        } else {
+                /* DELETE: the route allows no other method. */
                 ctx->faults.ops->clear(ctx->faults.impl);
                 log_info("admin: %s cleared every fault", client);
                 buf_puts(&reply->body, "{\"status\":\"success\",\"data\":{}}\n");
                 reply_json(reply, 200);
-        } else {
-                reply_error(reply, 405, "bad_data", "method %.16s not allowed; use GET, POST or DELETE", method);
-                snprintf(reply->allow, sizeof(reply->allow), "GET, HEAD, POST, DELETE");
         }
 }

@@ -67,7 +67,7 @@ static bool reject_params(const struct web_request *req, struct web_reply *reply
 
 /* Fresh while the latest tick is younger than three wall-clock intervals
  * plus a grace for a slow tick; otherwise the loop is stalled. */
-static void handle_healthz(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_healthz(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
@@ -150,7 +150,7 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
         buf_puts(b, "}");
 }
 
-static void handle_devices(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_devices(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct inventory *inv = ctx->inv;
         struct buf *b = &reply->body;
 
@@ -176,7 +176,7 @@ static void handle_devices(const struct web_context *ctx, const struct web_reque
 }
 
 /* /api/v1/devices/{index}: one device, with its current values. */
-static void handle_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct inventory *inv = ctx->inv;
         const char *id = strrchr(req->path, '/') + 1;
         struct buf *b = &reply->body;
@@ -261,7 +261,7 @@ static int check_filter_param(const struct param *params, size_t i, int *ret_met
 }
 
 /* Every current value, optionally filtered by metric= and label=value. */
-static void handle_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct param *params = req->params;
         size_t n = req->n_params;
         int metric = -1;
@@ -310,7 +310,7 @@ static void handle_latest(const struct web_context *ctx, const struct web_reques
         reply->content_type = JSON_TYPE;
 }
 
-static void handle_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct param *params = req->params;
         size_t n = req->n_params;
         struct history_query q;
@@ -355,7 +355,7 @@ static void handle_query_range(const struct web_context *ctx, const struct web_r
 
 /* Every stored series with its labels, optionally of one metric and
  * filtered by label=value; series of earlier runs included. */
-static void handle_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct param *params = req->params;
         size_t n = req->n_params;
         struct history_matcher matchers[HISTORY_MATCHERS_MAX];
@@ -396,7 +396,7 @@ static void handle_series(const struct web_context *ctx, const struct web_reques
         reply->content_type = JSON_TYPE;
 }
 
-static void handle_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+void api_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         struct buf *b = &reply->body;
 
         if (reject_params(req, reply))
@@ -438,27 +438,6 @@ static void handle_status(const struct web_context *ctx, const struct web_reques
         reply->content_type = JSON_TYPE;
 }
 
-static const struct {
-        const char *path;
-        api_handler handler;
-} routes[] = {
-        { "/healthz", handle_healthz },
-        { "/api/v1/devices", handle_devices },
-        /* A trailing '/' matches by prefix. */
-        { "/api/v1/devices/", handle_device },
-        { "/api/v1/latest", handle_latest },
-        { "/api/v1/query_range", handle_query_range },
-        { "/api/v1/series", handle_series },
-        { "/api/v1/status", handle_status },
-};
-
-api_handler api_route(const char *path) {
-        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-                size_t len = strlen(routes[i].path);
-                bool prefix = routes[i].path[len - 1] == '/';
-                if (prefix ? strncmp(routes[i].path, path, len) == 0 && path[len] && !strchr(path + len, '/')
-                           : strcmp(routes[i].path, path) == 0)
-                        return routes[i].handler;
-        }
-        return NULL;
+void api_not_found(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        reply_error(reply, 404, "not_found", "no such API endpoint: %.200s", req->path);
 }

@@ -1,18 +1,27 @@
-/* The REST API and /healthz handlers, and the table that routes paths to
- * them. Every handler reads only the web_context and the request's path
- * and parameters, and fills a web_reply. */
+/* The REST API and /healthz: route handlers (web/routes.h) that read only
+ * the web_context and the request's path and parameters, and answer JSON.
+ * Each checks every parameter before it does anything. */
 #pragma once
-
-#include <stdbool.h>
 
 #include "web/context.h"
 #include "web/reply.h"
 #include "web/request.h"
 
-typedef void (*api_handler)(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
-
-/* The handler for an API path, or NULL when the path is not an API path
- * (then it is a static file or a 404). /metrics is served by web/scrape.c,
- * which negotiates its format. Routes ending in '/' take one more path
- * segment, which the handler reads from req->path. */
-api_handler api_route(const char *path);
+/* /healthz: 200 while ticks are fresh ("ok", or "degraded" while the store
+ * cannot write), 503 when stalled or before the first tick. */
+void api_healthz(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/devices: the inventory. */
+void api_devices(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/devices/{index}: one device and its current values; the index
+ * is the last segment of req->path. */
+void api_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/latest: every current value, filtered by metric= and labels. */
+void api_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/query_range: stored history (web/params.h for the parameters). */
+void api_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/series: every stored series' labels, filtered by metric= and labels. */
+void api_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/status: version, backend, interval, uptime, store and collectors. */
+void api_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* Any other path under /api: 404. */
+void api_not_found(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);

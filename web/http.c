@@ -6,15 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 
 #include "lib/log.h"
 #include "web/admin.h"
-#include "web/api.h"
-#include "web/files.h"
 #include "web/http.h"
-#include "web/request.h"
+#include "web/routes.h"
 #include "web/scrape.h"
 
 #define PEM_MAX (64 * 1024)
@@ -26,36 +23,37 @@ struct http_server {
         size_t max_header_bytes;
 };
 
-/* Whether the request may proceed: no authentication configured, an open
- * /healthz, a valid bearer token, or valid basic credentials. */
-static bool authorized(struct MHD_Connection *conn, const struct web_context *ctx, const char *url) {
-        if (!ctx->auth || (ctx->healthz_open && strcmp(url, "/healthz") == 0))
-                return true;
-        const char *header = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (!header)
-                return false;
-        if (strncasecmp(header, "Bearer ", 7) == 0)
-                return auth_check_bearer(ctx->auth, header + 7);
-        if (!auth_has_users(ctx->auth))
-                return false;
-        char *password = NULL;
-        char *user = MHD_basic_auth_get_username_password(conn, &password);
-        bool ok = user && password && auth_check_basic(ctx->auth, user, password);
-        if (password) {
-                explicit_bzero(password, strlen(password));
-                MHD_free(password);
-        }
-        if (user)
-                MHD_free(user);
-        return ok;
+/* Takes a request through the steps of web/routes.h, the same for every
+ * route, and sends what the step that ended it answered. */
+static enum MHD_Result dispatch(struct http_server *srv, struct MHD_Connection *conn, const char *url,
+                                const char *method) {
+        const struct web_context *ctx = srv->ctx;
+        const struct route *route = routes_find(url);
+        bool reads_params = route->params == ROUTE_PARAMS_READ;
+        struct web_reply reply = { 0 };
+        struct request_params p;
+
+        request_collect_params(conn, &p);
+        struct web_request req = {
+                .conn = conn,
+                .method = method,
+                .path = url,
+                .params = reads_params ? p.params : NULL,
+                .n_params = reads_params ? p.n : 0,
+                .scrape = srv->scrape,
+        };
+        if (routes_refuse_method(route, method, ctx, &reply) ||
+            request_refuse_oversized(url, &p, request_header_bytes(conn), srv->max_header_bytes, &reply) ||
+            request_refuse_malformed(url, &p, &reply) || routes_refuse_access(route, ctx, &req, &reply) ||
+            (reads_params && request_refuse_params(&p, &reply)))
+                return reply_send(conn, ctx, &reply);
+        route->handler(ctx, &req, &reply);
+        return reply_send(conn, ctx, &reply);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
-        struct http_server *srv = cls;
-        const struct web_context *ctx = srv->ctx;
-        struct web_reply reply = { 0 };
         static int request_seen, request_with_nul;
 
         /* libmicrohttpd keeps a connection alive only when the response is
@@ -72,55 +70,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return MHD_YES;
         }
         if (*req_cls == &request_with_nul) {
+                struct http_server *srv = cls;
+                struct web_reply reply = { 0 };
                 reply_error(&reply, 400, "bad_data", "a NUL byte in the request line or a header");
-                return reply_send(conn, ctx, &reply);
+                return reply_send(conn, srv->ctx, &reply);
         }
-        if (admin_owns(url)) {
-                /* Fault injection is loopback-only, and behind the same
-                 * authentication as everything else. */
-                if (!authorized(conn, ctx, url))
-                        reply_unauthorized(ctx, &reply);
-                else
-                        admin_request(ctx, conn, url, method, &reply);
-                return reply_send(conn, ctx, &reply);
-        }
-        if (strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0 && ctx->cors_origin && *ctx->cors_origin) {
-                reply_preflight(&reply, "GET, HEAD");
-                return reply_send(conn, ctx, &reply);
-        }
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
-                reply_error(&reply, 405, "bad_data", "method %.16s not allowed; use GET or HEAD", method);
-                snprintf(reply.allow, sizeof(reply.allow), "GET, HEAD");
-                return reply_send(conn, ctx, &reply);
-        }
-        struct request_params p;
-        request_collect_params(conn, &p);
-        if (request_refuse_oversized(url, &p, request_header_bytes(conn), srv->max_header_bytes, &reply) ||
-            request_refuse_malformed(url, &p, &reply))
-                return reply_send(conn, ctx, &reply);
-        if (!authorized(conn, ctx, url)) {
-                reply_unauthorized(ctx, &reply);
-                return reply_send(conn, ctx, &reply);
-        }
-        struct web_request req = { .conn = conn, .method = method, .path = url, .scrape = srv->scrape };
-        if (strcmp(url, "/metrics") == 0) {
-                scrape_serve(ctx, &req, &reply);
-                return reply_send(conn, ctx, &reply);
-        }
-        api_handler handler = api_route(url);
-        if (!handler) {
-                if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0)
-                        reply_error(&reply, 404, "not_found", "no such API endpoint: %.200s", url);
-                else
-                        files_serve(ctx, &req, &reply);
-                return reply_send(conn, ctx, &reply);
-        }
-        if (request_refuse_params(&p, &reply))
-                return reply_send(conn, ctx, &reply);
-        req.params = p.params;
-        req.n_params = p.n;
-        handler(ctx, &req, &reply);
-        return reply_send(conn, ctx, &reply);
+        return dispatch(cls, conn, url, method);
 }
 
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap) {

@@ -45,15 +45,6 @@ static void admin_is_loopback__addresses__only_loopback_passes(void **state) {
         assert_false(admin_is_loopback(NULL));
 }
 
-static void admin_owns__paths__only_the_admin_tree(void **state) {
-        assert_true(admin_owns("/api/v1/admin"));
-        assert_true(admin_owns("/api/v1/admin/faults"));
-        assert_true(admin_owns("/api/v1/admin/other"));
-        assert_false(admin_owns("/api/v1/administrator"));
-        assert_false(admin_owns("/api/v1/devices"));
-        assert_false(admin_owns("/metrics"));
-}
-
 /* The switch: off by default, on with the flag or `admin = true`. */
 static void settings_load__admin__off_unless_enabled(void **state) {
         struct settings s;
@@ -81,7 +72,6 @@ static void settings_load__admin__off_unless_enabled(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(admin_is_loopback__addresses__only_loopback_passes),
-                cmocka_unit_test(admin_owns__paths__only_the_admin_tree),
                 cmocka_unit_test(settings_load__admin__off_unless_enabled),
         };
         return cmocka_run_group_tests_name("admin", tests, NULL, NULL);

@@ -29,7 +29,7 @@ static unsigned healthz_status(int64_t tick_age_ms, bool have_tick, char *body, 
                 s->monotonic_ms = monotonic_ms() - tick_age_ms;
                 snapshot_slot_publish(&slot, s);
         }
-        api_route("/healthz")(&ctx, &(struct web_request){ .method = "GET", .path = "/healthz" }, &reply);
+        api_healthz(&ctx, &(struct web_request){ .method = "GET", .path = "/healthz" }, &reply);
         snprintf(body, size, "%.*s", (int) reply.body.len, reply.body.data);
         buf_free(&reply.body);
         snapshot_slot_destroy(&slot);
@@ -56,23 +56,11 @@ static void healthz__no_tick_yet__503(void **state) {
         assert_non_null(strstr(body, "\"status\":\"starting\""));
 }
 
-static void api_route__paths__exact_or_one_more_segment(void **state) {
-        /* /metrics is negotiated and served by http.c, not a route. */
-        assert_null(api_route("/metrics"));
-        assert_non_null(api_route("/api/v1/query_range"));
-        assert_non_null(api_route("/api/v1/devices"));
-        assert_non_null(api_route("/api/v1/devices/3"));
-        assert_null(api_route("/api/v1/devices/3/x"));
-        assert_null(api_route("/api/v1/query_range/x"));
-        assert_null(api_route("/"));
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(healthz__fresh_tick__200_with_age),
                 cmocka_unit_test(healthz__stalled_loop__503),
                 cmocka_unit_test(healthz__no_tick_yet__503),
-                cmocka_unit_test(api_route__paths__exact_or_one_more_segment),
         };
         return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

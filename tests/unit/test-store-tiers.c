@@ -476,7 +476,7 @@ static unsigned healthz(struct store *s, char *body, size_t size) {
         snap->tick = 1;
         snap->monotonic_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
         snapshot_slot_publish(&slot, snap);
-        api_route("/healthz")(&ctx, &(struct web_request){ .method = "GET", .path = "/healthz" }, &reply);
+        api_healthz(&ctx, &(struct web_request){ .method = "GET", .path = "/healthz" }, &reply);
         snprintf(body, size, "%.*s", (int) reply.body.len, reply.body.data);
         buf_free(&reply.body);
         snapshot_slot_destroy(&slot);
