@@ -1,14 +1,17 @@
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <cmocka.h>
 
+#include "web-fixture.h"
 #include "web/api.h"
 
 static int64_t monotonic_ms(void) {
@@ -17,9 +20,11 @@ static int64_t monotonic_ms(void) {
         return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* /healthz called directly, with the latest tick tick_age_ms old. */
 static unsigned healthz_status(int64_t tick_age_ms, bool have_tick, char *body, size_t size) {
         struct snapshot_slot slot;
         struct web_context ctx = { .latest = &slot, .interval_ms = 1000, .time_scale = 1 };
+        struct web_request req = { .method = "GET", .path = "/healthz" };
         struct web_reply reply = { 0 };
 
         snapshot_slot_init(&slot);
@@ -29,7 +34,7 @@ static unsigned healthz_status(int64_t tick_age_ms, bool have_tick, char *body, 
                 s->monotonic_ms = monotonic_ms() - tick_age_ms;
                 snapshot_slot_publish(&slot, s);
         }
-        api_healthz(&ctx, &(struct web_request){ .method = "GET", .path = "/healthz" }, &reply);
+        api_healthz(&ctx, &req, &reply);
         snprintf(body, size, "%.*s", (int) reply.body.len, reply.body.data);
         buf_free(&reply.body);
         snapshot_slot_destroy(&slot);
@@ -56,11 +61,254 @@ static void healthz__no_tick_yet__503(void **state) {
         assert_non_null(strstr(body, "\"status\":\"starting\""));
 }
 
+static int fixture_setup(void **state) {
+        struct web_fixture *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        web_fixture_init(f);
+        web_fixture_start(f);
+        *state = f;
+        return 0;
+}
+
+static int fixture_teardown(void **state) {
+        web_fixture_free(*state);
+        free(*state);
+        return 0;
+}
+
+/* GETs target and checks the status and that the body holds each of the
+ * NULL-terminated parts. */
+static void expect(struct web_fixture *f, const char *target, unsigned status, ...) {
+        struct web_answer a;
+        va_list ap;
+
+        web_fixture_ask(f, "GET", target, NULL, &a);
+        if (a.status != status)
+                fail_msg("GET %s: expected %u, got:\n%s", target, status, a.text);
+        va_start(ap, status);
+        for (const char *part = va_arg(ap, const char *); part; part = va_arg(ap, const char *))
+                if (!strstr(a.body, part))
+                        fail_msg("GET %s: expected '%s' in:\n%s", target, part, a.body);
+        va_end(ap);
+        web_answer_free(&a);
+}
+
+/* How many times part occurs in the body of GET target. */
+static size_t count_in(struct web_fixture *f, const char *target, const char *part) {
+        struct web_answer a;
+        size_t n = 0;
+
+        web_fixture_ask(f, "GET", target, NULL, &a);
+        assert_int_equal(a.status, 200);
+        for (const char *p = strstr(a.body, part); p; p = strstr(p + 1, part))
+                n++;
+        web_answer_free(&a);
+        return n;
+}
+
+static void healthz__store_degraded__200_naming_the_cause(void **state) {
+        struct web_fixture *f = *state;
+
+        f->history.stats.degraded = true;
+        f->history.stats.last_error = -ENOSPC;
+        expect(f, "/healthz", 200, "\"status\":\"degraded\"", "\"tick\":1",
+               "\"error\":\"storing ticks fails: No space left on device; retrying\"", NULL);
+        expect(f, "/healthz?verbose=1", 400, "parameter 'verbose': this endpoint takes no parameters", NULL);
+}
+
+static void devices__inventory__every_device_with_its_metric_families(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/devices", 200, "{\"status\":\"success\",\"data\":{\"instance_type\":\"trn1.2xlarge\"",
+               "\"backend\":\"model:trn1.2xlarge\"",
+               "{\"index\":0,\"name\":\"Trainium1\",\"arch\":\"NDv2\",\"core_arch\":\"NCv2\",\"cores\":2,"
+               "\"first_core\":0,\"memory_total_bytes\":34359738368,\"peers\":[1],\"serial_number\":\"S0\","
+               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\",\"neuron_device_dma_bytes_total\"]}",
+               "{\"index\":1,",
+               "\"first_core\":2,\"memory_total_bytes\":null,\"peers\":[0],\"serial_number\":\"\","
+               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\"]}",
+               NULL);
+        expect(f, "/api/v1/devices?x=1", 400, "parameter 'x': this endpoint takes no parameters", NULL);
+}
+
+static void device__index__that_device_and_its_valid_values(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/devices/1", 200, "\"device\":{\"index\":1,", "\"timestamp\":1700000000.250",
+               "{\"metric\":{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"1\"},\"value\":\"1\"}",
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"1\",\"neuroncore\":\"2\"},"
+               "\"value\":\"0.5\"}",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/devices/1", "\"neuron_device\":\"0\""), 0);
+        /* The DMA counter was not read this tick: absent. */
+        assert_int_equal(count_in(f, "/api/v1/devices/0", "{\"metric\":"), 2);
+}
+
+static void device__bad_index__400_or_404(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/devices/01", 400, "device id '01' is not a device index", NULL);
+        expect(f, "/api/v1/devices/x", 400, "device id 'x' is not a device index", NULL);
+        expect(f, "/api/v1/devices/123456", 400, NULL);
+        expect(f, "/api/v1/devices/-1", 400, NULL);
+        expect(f, "/api/v1/devices/9", 404, "no device 9 (this host has 2)", NULL);
+        expect(f, "/api/v1/devices/1?x=1", 400, "this endpoint takes no parameters", NULL);
+}
+
+static void latest__filters__matching_valid_series(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/latest", 200,
+               "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\","
+               "\"timestamp\":1700000000.250,\"result\":[",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/latest", "{\"metric\":"), 4);
+        expect(f, "/api/v1/latest?metric=neuroncore_utilization_ratio&neuron_device=1", 200,
+               "\"result\":[{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"1\","
+               "\"neuroncore\":\"2\"},\"value\":[1700000000.250,\"0.5\"]}]}}",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/latest?neuron_device=0", "{\"metric\":"), 2);
+        assert_int_equal(count_in(f, "/api/v1/latest?metric=neuron_device_dma_bytes_total", "{\"metric\":"), 0);
+}
+
+static void latest__bad_parameters__400_naming_them(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/latest?metric=nope", 400, "parameter 'metric': unknown metric 'nope'", NULL);
+        expect(f, "/api/v1/latest?metric=neuron_device_up&neuroncore=1", 400,
+               "parameter 'neuroncore': not a label of neuron_device_up", NULL);
+        expect(f, "/api/v1/latest?bogus=1", 400, "parameter 'bogus': not a parameter nor a label", NULL);
+        expect(f, "/api/v1/latest?neuron_device=1&neuron_device=2", 400,
+               "parameter 'neuron_device' given more than once", NULL);
+}
+
+static void query_range__parameters__one_history_query(void **state) {
+        struct web_fixture *f = *state;
+        const struct history_query *q = &f->history.last_query;
+
+        expect(f,
+               "/api/v1/query_range?metric=neuron_device_dma_bytes_total&neuron_device=0&start=1700000000"
+               "&end=2023-11-14T22:23:20Z&step=1m&agg=max&rate=1",
+               200, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
+               "{\"metric\":{\"__name__\":\"neuron_device_dma_bytes_total\",\"neuron_device\":\"0\",\"direction\":\"\"},"
+               "\"values\":[[1700000000.000,\"1.5\"],[1700000060.000,\"2.5\"]]}",
+               NULL);
+        assert_int_equal(q->metric, METRIC_DEVICE_DMA_BYTES);
+        assert_int_equal(q->start_ms, 1700000000000);
+        assert_int_equal(q->end_ms, 1700000600000);
+        assert_int_equal(q->step_ms, 60000);
+        assert_int_equal(q->agg, HISTORY_AGG_MAX);
+        assert_true(q->rate);
+        assert_int_equal(q->n_matchers, 1);
+        assert_string_equal(q->matchers[0].name, "neuron_device");
+        assert_string_equal(q->matchers[0].value, "0");
+        /* Defaults: the last hour, average, no rate. */
+        expect(f, "/api/v1/query_range?metric=neuron_device_up", 200, NULL);
+        assert_int_equal(q->end_ms - q->start_ms, 3600 * 1000);
+        assert_int_equal(q->agg, HISTORY_AGG_AVG);
+        assert_false(q->rate);
+}
+
+static void query_range__bad_parameters__400_naming_them(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/query_range", 400, "parameter 'metric' is required", NULL);
+        expect(f, "/api/v1/query_range?metric=neuron_device_up&rate=1", 400,
+               "parameter 'rate': neuron_device_up is not a counter", NULL);
+        expect(f, "/api/v1/query_range?metric=neuron_device_dma_bytes_total&rate=yes", 400,
+               "parameter 'rate': 'yes' is not 0 or 1", NULL);
+        expect(f, "/api/v1/query_range?metric=neuron_device_up&step=fast", 400,
+               "parameter 'step': 'fast' is not a positive duration or number of seconds", NULL);
+        expect(f, "/api/v1/query_range?metric=neuron_device_up&start=10&end=5", 400,
+               "parameter 'start': start is after end", NULL);
+}
+
+static void query_range__store_cannot_answer__503_or_400(void **state) {
+        struct web_fixture *f = *state;
+
+        f->history.error = -EAGAIN;
+        expect(f, "/api/v1/query_range?metric=neuron_device_up", 503,
+               "\"errorType\":\"unavailable\",\"error\":\"storage is unavailable", NULL);
+        f->history.error = -EIO;
+        expect(f, "/api/v1/query_range?metric=neuron_device_up", 503, "reading the store failed: Input/output error",
+               NULL);
+        f->history.error = -E2BIG;
+        expect(f, "/api/v1/query_range?metric=neuron_device_up", 400,
+               "the query would return more than 1000000 points in all", NULL);
+}
+
+static void series__filters__reach_the_store(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/series?metric=neuron_device_up&neuron_device=0", 200,
+               "{\"status\":\"success\",\"data\":[{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"0\"},"
+               "{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"7\"}]}",
+               NULL);
+        assert_int_equal(f->history.last_metric, METRIC_DEVICE_UP);
+        assert_int_equal(f->history.last_n_matchers, 1);
+        assert_string_equal(f->history.last_matchers[0].name, "neuron_device");
+        assert_string_equal(f->history.last_matchers[0].value, "0");
+        expect(f, "/api/v1/series", 200, NULL);
+        assert_int_equal(f->history.last_metric, -1);
+        assert_int_equal(f->history.last_n_matchers, 0);
+}
+
+static void series__bad_parameters_or_store__400_or_503(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/series?metric=nope", 400, "parameter 'metric': unknown metric 'nope'", NULL);
+        expect(f, "/api/v1/series?bogus=1", 400, "parameter 'bogus': not a parameter nor a label", NULL);
+        expect(f, "/api/v1/series?metric=neuron_device_up&metric=neuron_device_up", 400, "given more than once", NULL);
+        f->history.error = -EAGAIN;
+        expect(f, "/api/v1/series", 503, "storage is unavailable", NULL);
+}
+
+static void status__daemon_state__reported(void **state) {
+        struct web_fixture *f = *state;
+
+        f->history.stats.raw_retention_ms = 172800 * 1000LL;
+        expect(f, "/api/v1/status", 200,
+               "{\"status\":\"success\",\"data\":{\"version\":\"1.2.3\",\"backend\":\"model:trn1.2xlarge\","
+               "\"instance_type\":\"trn1.2xlarge\",\"interval_seconds\":1.000,\"time_scale\":1,\"series\":5,"
+               "\"started\":1699999940.250,",
+               "\"last_tick\":1700000000.250,",
+               "\"store\":{\"used_bytes\":4096,\"size_cap_bytes\":1048576,\"degraded\":false,"
+               "\"retention_seconds\":{\"raw\":172800,",
+               "\"collectors\":[{\"name\":\"backend\",\"up\":true},{\"name\":\"host\",\"up\":false}]", NULL);
+        expect(f, "/api/v1/status?verbose=1", 400, "parameter 'verbose': this endpoint takes no parameters", NULL);
+}
+
+static void not_found__other_api_paths__json_404(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/nope", 404,
+               "{\"status\":\"error\",\"errorType\":\"not_found\","
+               "\"error\":\"no such API endpoint: /api/v1/nope\"}",
+               NULL);
+        expect(f, "/api", 404, "no such API endpoint: /api", NULL);
+        expect(f, "/api/v1/status/x", 404, NULL);
+}
+
+#define SERVED(t) cmocka_unit_test_setup_teardown(t, fixture_setup, fixture_teardown)
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(healthz__fresh_tick__200_with_age),
                 cmocka_unit_test(healthz__stalled_loop__503),
                 cmocka_unit_test(healthz__no_tick_yet__503),
+                SERVED(healthz__store_degraded__200_naming_the_cause),
+                SERVED(devices__inventory__every_device_with_its_metric_families),
+                SERVED(device__index__that_device_and_its_valid_values),
+                SERVED(device__bad_index__400_or_404),
+                SERVED(latest__filters__matching_valid_series),
+                SERVED(latest__bad_parameters__400_naming_them),
+                SERVED(query_range__parameters__one_history_query),
+                SERVED(query_range__bad_parameters__400_naming_them),
+                SERVED(query_range__store_cannot_answer__503_or_400),
+                SERVED(series__filters__reach_the_store),
+                SERVED(series__bad_parameters_or_store__400_or_503),
+                SERVED(status__daemon_state__reported),
+                SERVED(not_found__other_api_paths__json_404),
         };
         return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

@@ -1,0 +1,249 @@
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "web-fixture.h"
+#include "web/admin.h"
+#include "web/api.h"
+#include "web/files.h"
+#include "web/routes.h"
+#include "web/scrape.h"
+
+static void routes_find__paths__first_matching_row(void **state) {
+        assert_ptr_equal(routes_find("/metrics")->handler, scrape_serve);
+        assert_ptr_equal(routes_find("/healthz")->handler, api_healthz);
+        assert_ptr_equal(routes_find("/api/v1/devices")->handler, api_devices);
+        assert_ptr_equal(routes_find("/api/v1/devices/3")->handler, api_device);
+        assert_ptr_equal(routes_find("/api/v1/query_range")->handler, api_query_range);
+        assert_ptr_equal(routes_find("/api/v1/series")->handler, api_series);
+        assert_ptr_equal(routes_find("/api/v1/admin/faults")->handler, admin_faults);
+        /* One segment only, and not an empty one. */
+        assert_ptr_equal(routes_find("/api/v1/devices/3/x")->handler, api_not_found);
+        assert_ptr_equal(routes_find("/api/v1/devices/")->handler, api_not_found);
+        /* Exact rows take nothing below them. */
+        assert_ptr_equal(routes_find("/api/v1/query_range/x")->handler, api_not_found);
+        assert_ptr_equal(routes_find("/metrics/x")->handler, files_serve);
+        /* Anything under /api is the API's, never a file. */
+        assert_ptr_equal(routes_find("/api")->handler, api_not_found);
+        assert_ptr_equal(routes_find("/api/v1/admin")->handler, api_not_found);
+        assert_ptr_equal(routes_find("/apix")->handler, files_serve);
+        assert_ptr_equal(routes_find("/")->handler, files_serve);
+        assert_ptr_equal(routes_find("*")->handler, files_serve);
+}
+
+static void routes_table__rows__exact_methods_and_rules(void **state) {
+        const struct route *admin = routes_find("/api/v1/admin/faults");
+        assert_int_equal(admin->auth, ROUTE_AUTH_ADMIN);
+        assert_int_equal(admin->methods, ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_DELETE);
+        assert_int_equal(routes_find("/healthz")->auth, ROUTE_AUTH_HEALTHZ);
+        /* Only /healthz is exempt, and only admin rows write. */
+        for (size_t i = 0; i < routes_count; i++) {
+                const struct route *r = &routes_table[i];
+                assert_true(r->auth != ROUTE_AUTH_HEALTHZ || strcmp(r->path, "/healthz") == 0);
+                assert_true(r->auth == ROUTE_AUTH_ADMIN || r->methods == ROUTE_READ);
+        }
+        /* A scrape config may add parameters; /metrics and files ignore them. */
+        assert_int_equal(routes_find("/metrics")->params, ROUTE_PARAMS_IGNORED);
+        assert_int_equal(routes_find("/")->params, ROUTE_PARAMS_IGNORED);
+        assert_int_equal(routes_find("/api/v1/status")->params, ROUTE_PARAMS_READ);
+}
+
+static struct web_fixture *fixture_with(void (*adjust)(struct web_context *ctx)) {
+        struct web_fixture *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        web_fixture_init(f);
+        if (adjust)
+                adjust(&f->ctx);
+        web_fixture_start(f);
+        return f;
+}
+
+static void fixture_free(struct web_fixture *f) {
+        web_fixture_free(f);
+        free(f);
+}
+
+static void assert_answer(struct web_fixture *f, const char *method, const char *target, const char *headers,
+                          unsigned status, const char *body_part) {
+        struct web_answer a;
+        web_fixture_ask(f, method, target, headers, &a);
+        if (a.status != status || (body_part && !strstr(a.body, body_part)))
+                fail_msg("%s %s: expected %u with '%s', got:\n%s", method, target, status, body_part ? body_part : "",
+                         a.text);
+        web_answer_free(&a);
+}
+
+static void assert_header(struct web_fixture *f, const char *method, const char *target, const char *headers,
+                          const char *name, const char *value) {
+        struct web_answer a;
+        char got[256];
+        web_fixture_ask(f, method, target, headers, &a);
+        if (!web_answer_header(&a, name, got, sizeof(got)) || strcmp(got, value) != 0)
+                fail_msg("%s %s: expected %s: %s, got:\n%s", method, target, name, value, a.text);
+        web_answer_free(&a);
+}
+
+static void dispatch__method_not_in_row__405_with_allow(void **state) {
+        struct web_fixture *f = fixture_with(NULL);
+
+        assert_answer(f, "POST", "/metrics", NULL, 405, "method POST not allowed; use GET or HEAD");
+        assert_header(f, "POST", "/metrics", NULL, "Allow", "GET, HEAD");
+        assert_answer(f, "PATCH", "/api/v1/status", NULL, 405, NULL);
+        assert_answer(f, "DELETE", "/", NULL, 405, NULL);
+        assert_answer(f, "PUT", "/api/v1/nope", NULL, 405, NULL);
+        /* OPTIONS without CORS is a method like any other. */
+        assert_header(f, "OPTIONS", "/api/v1/status", NULL, "Allow", "GET, HEAD");
+        /* The admin row has its own list, and checks it before its auth rule. */
+        assert_answer(f, "PUT", "/api/v1/admin/faults", NULL, 405, "use GET, HEAD, POST or DELETE");
+        assert_header(f, "PUT", "/api/v1/admin/faults", NULL, "Allow", "GET, HEAD, POST, DELETE");
+        /* Allowed methods reach the handler. */
+        assert_answer(f, "GET", "/api/v1/status", NULL, 200, "\"status\":\"success\"");
+        assert_answer(f, "HEAD", "/api/v1/status", NULL, 200, NULL);
+        fixture_free(f);
+}
+
+static void with_cors(struct web_context *ctx) {
+        ctx->cors_origin = "https://grafana.example";
+}
+
+static void dispatch__options_with_cors__preflight_on_read_rows(void **state) {
+        struct web_fixture *f = fixture_with(with_cors);
+
+        assert_answer(f, "OPTIONS", "/api/v1/status", NULL, 204, NULL);
+        assert_header(f, "OPTIONS", "/api/v1/status", NULL, "Access-Control-Allow-Methods", "GET, HEAD");
+        assert_header(f, "OPTIONS", "/metrics", NULL, "Allow", "GET, HEAD, OPTIONS");
+        assert_header(f, "OPTIONS", "/", NULL, "Access-Control-Allow-Origin", "https://grafana.example");
+        /* The admin row takes no preflight: a web page may not drive it. */
+        assert_answer(f, "OPTIONS", "/api/v1/admin/faults", NULL, 405, NULL);
+        assert_header(f, "GET", "/api/v1/status", NULL, "Access-Control-Allow-Origin", "https://grafana.example");
+        fixture_free(f);
+}
+
+static struct auth *test_auth;
+
+static void with_token(struct web_context *ctx) {
+        ctx->auth = test_auth;
+}
+
+static void with_token_and_open_healthz(struct web_context *ctx) {
+        ctx->auth = test_auth;
+        ctx->healthz_open = true;
+}
+
+static void with_token_and_admin(struct web_context *ctx) {
+        ctx->auth = test_auth;
+        ctx->admin = true;
+}
+
+static int make_auth(void **state) {
+        char path[] = "/tmp/neurond-token-XXXXXX", err[256];
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "s3cret\n", 7), 7);
+        close(fd);
+        assert_int_equal(auth_new(NULL, path, &test_auth, err, sizeof(err)), 0);
+        unlink(path);
+        return 0;
+}
+
+static int free_auth(void **state) {
+        auth_free(test_auth);
+        return 0;
+}
+
+#define TOKEN "Authorization: Bearer s3cret\r\n"
+
+static void dispatch__auth_rule__normal_rows_need_credentials(void **state) {
+        struct web_fixture *f = fixture_with(with_token);
+
+        assert_answer(f, "GET", "/metrics", NULL, 401, "authentication required");
+        assert_header(f, "GET", "/metrics", NULL, "WWW-Authenticate", "Bearer realm=\"neurond\"");
+        assert_answer(f, "GET", "/metrics", "Authorization: Bearer wrong\r\n", 401, NULL);
+        assert_answer(f, "GET", "/metrics", TOKEN, 200, "neuron_device_up{neuron_device=\"0\"} 1");
+        assert_answer(f, "GET", "/api/v1/status", NULL, 401, NULL);
+        assert_answer(f, "GET", "/", NULL, 401, NULL);
+        assert_answer(f, "GET", "/api/v1/nope", NULL, 401, NULL);
+        assert_answer(f, "GET", "/api/v1/nope", TOKEN, 404, "no such API endpoint: /api/v1/nope");
+        /* healthz_open is off: /healthz is a row like the others. */
+        assert_answer(f, "GET", "/healthz", NULL, 401, NULL);
+        assert_answer(f, "GET", "/healthz", TOKEN, 200, "\"status\":\"ok\"");
+        /* Admin rows: credentials first, then the admin setting (off). */
+        assert_answer(f, "GET", "/api/v1/admin/faults", NULL, 401, NULL);
+        assert_answer(f, "GET", "/api/v1/admin/faults", TOKEN, 404, "no such API endpoint");
+        fixture_free(f);
+}
+
+static void dispatch__healthz_open__only_healthz_exempt(void **state) {
+        struct web_fixture *f = fixture_with(with_token_and_open_healthz);
+
+        assert_answer(f, "GET", "/healthz", NULL, 200, "\"status\":\"ok\"");
+        assert_answer(f, "GET", "/metrics", NULL, 401, NULL);
+        assert_answer(f, "GET", "/healthz/x", NULL, 401, NULL);
+        fixture_free(f);
+}
+
+static void dispatch__admin_rule__credentials_then_setting(void **state) {
+        struct web_fixture *f = fixture_with(with_token_and_admin);
+
+        assert_answer(f, "POST", "/api/v1/admin/faults?fault=device_down:1", NULL, 401, NULL);
+        assert_string_equal(f->faults.injected, "");
+        assert_answer(f, "POST", "/api/v1/admin/faults?fault=device_down:1", TOKEN, 200, "\"fault\":\"device_down:1\"");
+        assert_string_equal(f->faults.injected, "device_down:1");
+        fixture_free(f);
+}
+
+static void dispatch__parameters__checked_only_where_read(void **state) {
+        struct web_fixture *f = fixture_with(NULL);
+        char many[512] = "";
+
+        for (int i = 0; i < 33; i++)
+                snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sp%d=1", i ? "&" : "?", i);
+        char target[600];
+        snprintf(target, sizeof(target), "/api/v1/latest%s", many);
+        assert_answer(f, "GET", target, NULL, 400, "more than 32 query parameters");
+        snprintf(target, sizeof(target), "/metrics%s", many);
+        assert_answer(f, "GET", target, NULL, 200, NULL);
+        snprintf(target, sizeof(target), "/%s", many);
+        assert_answer(f, "GET", target, NULL, 200, "hello");
+        assert_answer(f, "GET", "/api/v1/status?verbose=1", NULL, 400, "parameter 'verbose'");
+        fixture_free(f);
+}
+
+static void dispatch__every_answer__common_headers_and_counted(void **state) {
+        struct web_fixture *f = fixture_with(NULL);
+        const char *targets[] = { "/metrics", "/api/v1/status", "/api/v1/nope", "/", "/nope.js" };
+
+        for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+                assert_header(f, "GET", targets[i], NULL, "X-Content-Type-Options", "nosniff");
+                assert_header(f, "GET", targets[i], NULL, "Referrer-Policy", "no-referrer");
+        }
+        assert_header(f, "POST", "/metrics", NULL, "X-Content-Type-Options", "nosniff");
+        /* Each target twice, plus the POST. */
+        assert_int_equal(f->http_requests[expo_http_code_index(200)], 6);
+        assert_int_equal(f->http_requests[expo_http_code_index(404)], 4);
+        assert_int_equal(f->http_requests[expo_http_code_index(405)], 1);
+        fixture_free(f);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(routes_find__paths__first_matching_row),
+                cmocka_unit_test(routes_table__rows__exact_methods_and_rules),
+                cmocka_unit_test(dispatch__method_not_in_row__405_with_allow),
+                cmocka_unit_test(dispatch__options_with_cors__preflight_on_read_rows),
+                cmocka_unit_test(dispatch__auth_rule__normal_rows_need_credentials),
+                cmocka_unit_test(dispatch__healthz_open__only_healthz_exempt),
+                cmocka_unit_test(dispatch__admin_rule__credentials_then_setting),
+                cmocka_unit_test(dispatch__parameters__checked_only_where_read),
+                cmocka_unit_test(dispatch__every_answer__common_headers_and_counted),
+        };
+        return cmocka_run_group_tests_name("routes", tests, make_auth, free_auth);
+}
