@@ -56,6 +56,85 @@ static void routes_table__rows__exact_methods_and_rules(void **state) {
         assert_int_equal(routes_find("/api/v1/status")->params, ROUTE_PARAMS_READ);
 }
 
+/* How docs/api.md heads the section of a row: its path; a segment row's
+ * with the segment named, "## `/api/v1/devices/{index}`"; a subtree
+ * row's as "## `/api/...`". */
+static bool heading_names_row(const char *heading, const struct route *r) {
+        size_t len = strlen(r->path);
+
+        if (strncmp(heading, r->path, len) != 0)
+                return false;
+        switch (r->match) {
+        case ROUTE_EXACT:
+        case ROUTE_ANY:
+                return strcmp(heading + len, "") == 0;
+        case ROUTE_SEGMENT:
+                return heading[len] == '{' && heading[strlen(heading) - 1] == '}' && !strchr(heading + len, '/');
+        case ROUTE_SUBTREE:
+                return strcmp(heading + len, "/...") == 0;
+        }
+        return false;
+}
+
+/* The problems between the route table and the "## `...`" headings of doc:
+ * a row without a section, or a section without a row. Returns how many,
+ * each printed. */
+static int doc_problems(const char *doc) {
+        int problems = 0;
+        bool seen[64] = { false };
+
+        assert_true(routes_count <= 64);
+        for (const char *h = strstr(doc, "\n## `"); h; h = strstr(h + 1, "\n## `")) {
+                char heading[128];
+                h += 5;
+                snprintf(heading, sizeof(heading), "%.*s", (int) strcspn(h, "`\n"), h);
+                const struct route *r = routes_find(heading);
+                if (!heading_names_row(heading, r)) {
+                        printf("# docs/api.md: section `%s` names no route\n", heading);
+                        problems++;
+                        continue;
+                }
+                seen[r - routes_table] = true;
+        }
+        for (size_t i = 0; i < routes_count; i++)
+                if (!seen[i]) {
+                        printf("# docs/api.md: no section for route %s\n", routes_table[i].path);
+                        problems++;
+                }
+        return problems;
+}
+
+static char *read_text(const char *path) {
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        char *text = calloc(1, 1 << 20);
+        assert_non_null(text);
+        size_t n = fread(text, 1, (1 << 20) - 1, f);
+        assert_true(n < (1 << 20) - 1);
+        fclose(f);
+        return text;
+}
+
+static void routes_table__every_row__has_a_section_in_api_md(void **state) {
+        const char *top = getenv("top_srcdir");
+        char path[4096];
+
+        snprintf(path, sizeof(path), "%s/docs/api.md", top ? top : ".");
+        char *doc = read_text(path);
+        assert_int_equal(doc_problems(doc), 0);
+        free(doc);
+}
+
+static void doc_problems__missing_and_stray_sections__counted(void **state) {
+        /* Every row but /api/v1/series, plus a section for a path no row has. */
+        static const char doc[] = "# API\n"
+                                  "## `/metrics`\n## `/healthz`\n## `/api/v1/devices`\n"
+                                  "## `/api/v1/devices/{index}`\n## `/api/v1/latest`\n## `/api/v1/query_range`\n"
+                                  "## `/api/v1/status`\n## `/api/v1/admin/faults`\n## `/api/...`\n## `/`\n"
+                                  "## `/api/v1/query`\n## Parameter validation\n";
+        assert_int_equal(doc_problems(doc), 2);
+}
+
 static struct web_fixture *fixture_with(void (*adjust)(struct web_context *ctx)) {
         struct web_fixture *f = calloc(1, sizeof(*f));
         assert_non_null(f);
@@ -237,6 +316,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(routes_find__paths__first_matching_row),
                 cmocka_unit_test(routes_table__rows__exact_methods_and_rules),
+                cmocka_unit_test(routes_table__every_row__has_a_section_in_api_md),
+                cmocka_unit_test(doc_problems__missing_and_stray_sections__counted),
                 cmocka_unit_test(dispatch__method_not_in_row__405_with_allow),
                 cmocka_unit_test(dispatch__options_with_cors__preflight_on_read_rows),
                 cmocka_unit_test(dispatch__auth_rule__normal_rows_need_credentials),
