@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "web-fixture.h"
 #include "web/admin.h"
@@ -296,6 +297,73 @@ static void dispatch__parameters__checked_only_where_read(void **state) {
         fixture_free(f);
 }
 
+/* The body of a, gunzipped when it says Content-Encoding: gzip (every
+ * member of it), into out. */
+static size_t body_text(const struct web_answer *a, char *out, size_t size) {
+        char encoding[32];
+
+        if (!web_answer_header(a, "Content-Encoding", encoding, sizeof(encoding))) {
+                assert_true(a->body_len < size);
+                memcpy(out, a->body, a->body_len);
+                return a->body_len;
+        }
+        assert_string_equal(encoding, "gzip");
+        z_stream zs = { .next_in = (Bytef *) a->body, .avail_in = (uInt) a->body_len };
+        zs.next_out = (Bytef *) out;
+        zs.avail_out = (uInt) size;
+        assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+        int r;
+        while ((r = inflate(&zs, Z_NO_FLUSH)) == Z_STREAM_END && zs.avail_in > 0)
+                assert_int_equal(inflateReset(&zs), Z_OK);
+        assert_int_equal(r, Z_STREAM_END);
+        size_t n = size - zs.avail_out;
+        inflateEnd(&zs);
+        return n;
+}
+
+static void dispatch__gzip_accepted__large_bodies_compressed(void **state) {
+        struct web_fixture *f = fixture_with(NULL);
+        static char plain[65536], unzipped[65536];
+        struct web_answer a;
+        char value[128];
+
+        /* About 2 KiB of JSON. */
+        f->history.more_series = 40;
+        web_fixture_ask(f, "GET", "/api/v1/series", NULL, &a);
+        assert_int_equal(a.status, 200);
+        assert_false(web_answer_header(&a, "Content-Encoding", value, sizeof(value)));
+        size_t n = body_text(&a, plain, sizeof(plain));
+        assert_true(n >= 1024);
+        web_answer_free(&a);
+        web_fixture_ask(f, "GET", "/api/v1/series", "Accept-Encoding: gzip\r\n", &a);
+        assert_true(a.body_len < n);
+        assert_int_equal(body_text(&a, unzipped, sizeof(unzipped)), n);
+        assert_memory_equal(unzipped, plain, n);
+        assert_true(web_answer_header(&a, "Vary", value, sizeof(value)));
+        assert_string_equal(value, "Accept-Encoding");
+        web_answer_free(&a);
+        /* A small body is not worth it. */
+        web_fixture_ask(f, "GET", "/api/v1/status", "Accept-Encoding: gzip\r\n", &a);
+        assert_false(web_answer_header(&a, "Content-Encoding", value, sizeof(value)));
+        web_answer_free(&a);
+
+        /* /metrics: two gzip members, the series then neurond's own metrics. */
+        web_fixture_ask(f, "GET", "/metrics",
+                        "Accept: application/openmetrics-text;version=1.0.0\r\n"
+                        "Accept-Encoding: gzip\r\n",
+                        &a);
+        assert_int_equal(a.status, 200);
+        assert_true(web_answer_header(&a, "Content-Type", value, sizeof(value)));
+        assert_string_equal(value, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+        n = body_text(&a, unzipped, sizeof(unzipped) - 1);
+        unzipped[n] = '\0';
+        assert_non_null(strstr(unzipped, "neuroncore_utilization_ratio{neuron_device=\"1\",neuroncore=\"2\"} 0.5\n"));
+        assert_non_null(strstr(unzipped, "neurond_build_info{"));
+        assert_non_null(strstr(unzipped, "# EOF\n"));
+        web_answer_free(&a);
+        fixture_free(f);
+}
+
 static void dispatch__every_answer__common_headers_and_counted(void **state) {
         struct web_fixture *f = fixture_with(NULL);
         const char *targets[] = { "/metrics", "/api/v1/status", "/api/v1/nope", "/", "/nope.js" };
@@ -324,6 +392,7 @@ int main(void) {
                 cmocka_unit_test(dispatch__healthz_open__only_healthz_exempt),
                 cmocka_unit_test(dispatch__admin_rule__credentials_then_setting),
                 cmocka_unit_test(dispatch__parameters__checked_only_where_read),
+                cmocka_unit_test(dispatch__gzip_accepted__large_bodies_compressed),
                 cmocka_unit_test(dispatch__every_answer__common_headers_and_counted),
         };
         return cmocka_run_group_tests_name("routes", tests, make_auth, free_auth);
