@@ -62,22 +62,12 @@ static void served_free(struct web_fixture *f) {
         free(f);
 }
 
-static void expect(struct web_fixture *f, const char *method, const char *target, const char *headers, unsigned status,
-                   const char *body_part) {
-        struct web_answer a;
-        web_fixture_ask(f, method, target, headers, &a);
-        if (a.status != status || (body_part && !strstr(a.body, body_part)))
-                fail_msg("%s %s: expected %u with '%s', got:\n%s", method, target, status, body_part ? body_part : "",
-                         a.text);
-        web_answer_free(&a);
-}
-
 static void admin_faults__setting_off__404_like_an_unknown_path(void **state) {
         struct web_fixture *f = served(false, true);
 
-        expect(f, "GET", "/api/v1/admin/faults", NULL, 404, "no such API endpoint: /api/v1/admin/faults");
-        expect(f, "POST", "/api/v1/admin/faults?fault=device_down:3", NULL, 404, NULL);
-        expect(f, "DELETE", "/api/v1/admin/faults", NULL, 404, NULL);
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 404, "no such API endpoint: /api/v1/admin/faults");
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:3", NULL, 404, NULL);
+        web_fixture_expect(f, "DELETE", "/api/v1/admin/faults", NULL, 404, NULL);
         assert_string_equal(f->faults.injected, "");
         assert_int_equal(f->faults.clears, 0);
         served_free(f);
@@ -86,13 +76,15 @@ static void admin_faults__setting_off__404_like_an_unknown_path(void **state) {
 static void admin_faults__inject_list_clear__through_the_fault_ops(void **state) {
         struct web_fixture *f = served(true, true);
 
-        expect(f, "GET", "/api/v1/admin/faults", NULL, 200, "{\"status\":\"success\",\"data\":{\"faults\":[]}}");
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 200,
+                           "{\"status\":\"success\",\"data\":{\"faults\":[]}}");
         /* A '+' that arrived as a space is taken for the '+' it was. */
-        expect(f, "POST", "/api/v1/admin/faults?fault=device_down:3+30s", NULL, 200,
-               "{\"status\":\"success\",\"data\":{\"fault\":\"device_down:3+30s\"}}");
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:3+30s", NULL, 200,
+                           "{\"status\":\"success\",\"data\":{\"fault\":\"device_down:3+30s\"}}");
         assert_string_equal(f->faults.injected, "device_down:3+30s");
-        expect(f, "GET", "/api/v1/admin/faults", NULL, 200, "{\"fault\":\"device_down:3+30s\",\"state\":\"queued\"}");
-        expect(f, "DELETE", "/api/v1/admin/faults", NULL, 200, "{\"status\":\"success\",\"data\":{}}");
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 200,
+                           "{\"fault\":\"device_down:3+30s\",\"state\":\"queued\"}");
+        web_fixture_expect(f, "DELETE", "/api/v1/admin/faults", NULL, 200, "{\"status\":\"success\",\"data\":{}}");
         assert_int_equal(f->faults.clears, 1);
         served_free(f);
 }
@@ -101,25 +93,26 @@ static void admin_faults__bad_requests__refused_and_nothing_injected(void **stat
         struct web_fixture *f = served(true, true);
         char target[300];
 
-        expect(f, "POST", "/api/v1/admin/faults", NULL, 400, "parameter 'fault': missing");
-        expect(f, "POST", "/api/v1/admin/faults?fault=melt:1", NULL, 400, "parameter 'fault': unknown fault 'melt:1'");
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults", NULL, 400, "parameter 'fault': missing");
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=melt:1", NULL, 400,
+                           "parameter 'fault': unknown fault 'melt:1'");
         snprintf(target, sizeof(target), "/api/v1/admin/faults?fault=device_down:%0200d", 1);
-        expect(f, "POST", target, NULL, 400, "parameter 'fault': too long");
+        web_fixture_expect(f, "POST", target, NULL, 400, "parameter 'fault': too long");
         /* A browser's cross-site POST carries Origin. */
-        expect(f, "POST", "/api/v1/admin/faults?fault=device_down:1", "Origin: https://evil.example\r\n", 403,
-               "refuses requests from web pages");
-        expect(f, "DELETE", "/api/v1/admin/faults", "Origin: https://evil.example\r\n", 403, NULL);
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:1", "Origin: https://evil.example\r\n",
+                           403, "refuses requests from web pages");
+        web_fixture_expect(f, "DELETE", "/api/v1/admin/faults", "Origin: https://evil.example\r\n", 403, NULL);
         assert_string_equal(f->faults.injected, "");
         assert_int_equal(f->faults.clears, 0);
         /* Reading is harmless with Origin too. */
-        expect(f, "GET", "/api/v1/admin/faults", "Origin: https://grafana.example\r\n", 200, NULL);
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", "Origin: https://grafana.example\r\n", 200, NULL);
         served_free(f);
 }
 
 static void admin_faults__backend_without_faults__404(void **state) {
         struct web_fixture *f = served(true, false);
 
-        expect(f, "GET", "/api/v1/admin/faults", NULL, 404, "fault injection needs the model backend");
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 404, "fault injection needs the model backend");
         served_free(f);
 }
 

@@ -151,16 +151,6 @@ static void fixture_free(struct web_fixture *f) {
         free(f);
 }
 
-static void assert_answer(struct web_fixture *f, const char *method, const char *target, const char *headers,
-                          unsigned status, const char *body_part) {
-        struct web_answer a;
-        web_fixture_ask(f, method, target, headers, &a);
-        if (a.status != status || (body_part && !strstr(a.body, body_part)))
-                fail_msg("%s %s: expected %u with '%s', got:\n%s", method, target, status, body_part ? body_part : "",
-                         a.text);
-        web_answer_free(&a);
-}
-
 static void assert_header(struct web_fixture *f, const char *method, const char *target, const char *headers,
                           const char *name, const char *value) {
         struct web_answer a;
@@ -174,19 +164,19 @@ static void assert_header(struct web_fixture *f, const char *method, const char 
 static void dispatch__method_not_in_row__405_with_allow(void **state) {
         struct web_fixture *f = fixture_with(NULL);
 
-        assert_answer(f, "POST", "/metrics", NULL, 405, "method POST not allowed; use GET or HEAD");
+        web_fixture_expect(f, "POST", "/metrics", NULL, 405, "method POST not allowed; use GET or HEAD");
         assert_header(f, "POST", "/metrics", NULL, "Allow", "GET, HEAD");
-        assert_answer(f, "PATCH", "/api/v1/status", NULL, 405, NULL);
-        assert_answer(f, "DELETE", "/", NULL, 405, NULL);
-        assert_answer(f, "PUT", "/api/v1/nope", NULL, 405, NULL);
+        web_fixture_expect(f, "PATCH", "/api/v1/status", NULL, 405, NULL);
+        web_fixture_expect(f, "DELETE", "/", NULL, 405, NULL);
+        web_fixture_expect(f, "PUT", "/api/v1/nope", NULL, 405, NULL);
         /* OPTIONS without CORS is a method like any other. */
         assert_header(f, "OPTIONS", "/api/v1/status", NULL, "Allow", "GET, HEAD");
         /* The admin row has its own list, and checks it before its auth rule. */
-        assert_answer(f, "PUT", "/api/v1/admin/faults", NULL, 405, "use GET, HEAD, POST or DELETE");
+        web_fixture_expect(f, "PUT", "/api/v1/admin/faults", NULL, 405, "use GET, HEAD, POST or DELETE");
         assert_header(f, "PUT", "/api/v1/admin/faults", NULL, "Allow", "GET, HEAD, POST, DELETE");
         /* Allowed methods reach the handler. */
-        assert_answer(f, "GET", "/api/v1/status", NULL, 200, "\"status\":\"success\"");
-        assert_answer(f, "HEAD", "/api/v1/status", NULL, 200, NULL);
+        web_fixture_expect(f, "GET", "/api/v1/status", NULL, 200, "\"status\":\"success\"");
+        web_fixture_expect(f, "HEAD", "/api/v1/status", NULL, 200, NULL);
         fixture_free(f);
 }
 
@@ -197,12 +187,12 @@ static void with_cors(struct web_context *ctx) {
 static void dispatch__options_with_cors__preflight_on_read_rows(void **state) {
         struct web_fixture *f = fixture_with(with_cors);
 
-        assert_answer(f, "OPTIONS", "/api/v1/status", NULL, 204, NULL);
+        web_fixture_expect(f, "OPTIONS", "/api/v1/status", NULL, 204, NULL);
         assert_header(f, "OPTIONS", "/api/v1/status", NULL, "Access-Control-Allow-Methods", "GET, HEAD");
         assert_header(f, "OPTIONS", "/metrics", NULL, "Allow", "GET, HEAD, OPTIONS");
         assert_header(f, "OPTIONS", "/", NULL, "Access-Control-Allow-Origin", "https://grafana.example");
         /* The admin row takes no preflight: a web page may not drive it. */
-        assert_answer(f, "OPTIONS", "/api/v1/admin/faults", NULL, 405, NULL);
+        web_fixture_expect(f, "OPTIONS", "/api/v1/admin/faults", NULL, 405, NULL);
         assert_header(f, "GET", "/api/v1/status", NULL, "Access-Control-Allow-Origin", "https://grafana.example");
         fixture_free(f);
 }
@@ -244,38 +234,39 @@ static int free_auth(void **state) {
 static void dispatch__auth_rule__normal_rows_need_credentials(void **state) {
         struct web_fixture *f = fixture_with(with_token);
 
-        assert_answer(f, "GET", "/metrics", NULL, 401, "authentication required");
+        web_fixture_expect(f, "GET", "/metrics", NULL, 401, "authentication required");
         assert_header(f, "GET", "/metrics", NULL, "WWW-Authenticate", "Bearer realm=\"neurond\"");
-        assert_answer(f, "GET", "/metrics", "Authorization: Bearer wrong\r\n", 401, NULL);
-        assert_answer(f, "GET", "/metrics", TOKEN, 200, "neuron_device_up{neuron_device=\"0\"} 1");
-        assert_answer(f, "GET", "/api/v1/status", NULL, 401, NULL);
-        assert_answer(f, "GET", "/", NULL, 401, NULL);
-        assert_answer(f, "GET", "/api/v1/nope", NULL, 401, NULL);
-        assert_answer(f, "GET", "/api/v1/nope", TOKEN, 404, "no such API endpoint: /api/v1/nope");
+        web_fixture_expect(f, "GET", "/metrics", "Authorization: Bearer wrong\r\n", 401, NULL);
+        web_fixture_expect(f, "GET", "/metrics", TOKEN, 200, "neuron_device_up{neuron_device=\"0\"} 1");
+        web_fixture_expect(f, "GET", "/api/v1/status", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/api/v1/nope", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/api/v1/nope", TOKEN, 404, "no such API endpoint: /api/v1/nope");
         /* healthz_open is off: /healthz is a row like the others. */
-        assert_answer(f, "GET", "/healthz", NULL, 401, NULL);
-        assert_answer(f, "GET", "/healthz", TOKEN, 200, "\"status\":\"ok\"");
+        web_fixture_expect(f, "GET", "/healthz", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/healthz", TOKEN, 200, "\"status\":\"ok\"");
         /* Admin rows: credentials first, then the admin setting (off). */
-        assert_answer(f, "GET", "/api/v1/admin/faults", NULL, 401, NULL);
-        assert_answer(f, "GET", "/api/v1/admin/faults", TOKEN, 404, "no such API endpoint");
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/api/v1/admin/faults", TOKEN, 404, "no such API endpoint");
         fixture_free(f);
 }
 
 static void dispatch__healthz_open__only_healthz_exempt(void **state) {
         struct web_fixture *f = fixture_with(with_token_and_open_healthz);
 
-        assert_answer(f, "GET", "/healthz", NULL, 200, "\"status\":\"ok\"");
-        assert_answer(f, "GET", "/metrics", NULL, 401, NULL);
-        assert_answer(f, "GET", "/healthz/x", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/healthz", NULL, 200, "\"status\":\"ok\"");
+        web_fixture_expect(f, "GET", "/metrics", NULL, 401, NULL);
+        web_fixture_expect(f, "GET", "/healthz/x", NULL, 401, NULL);
         fixture_free(f);
 }
 
 static void dispatch__admin_rule__credentials_then_setting(void **state) {
         struct web_fixture *f = fixture_with(with_token_and_admin);
 
-        assert_answer(f, "POST", "/api/v1/admin/faults?fault=device_down:1", NULL, 401, NULL);
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:1", NULL, 401, NULL);
         assert_string_equal(f->faults.injected, "");
-        assert_answer(f, "POST", "/api/v1/admin/faults?fault=device_down:1", TOKEN, 200, "\"fault\":\"device_down:1\"");
+        web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:1", TOKEN, 200,
+                           "\"fault\":\"device_down:1\"");
         assert_string_equal(f->faults.injected, "device_down:1");
         fixture_free(f);
 }
@@ -288,12 +279,12 @@ static void dispatch__parameters__checked_only_where_read(void **state) {
                 snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sp%d=1", i ? "&" : "?", i);
         char target[600];
         snprintf(target, sizeof(target), "/api/v1/latest%s", many);
-        assert_answer(f, "GET", target, NULL, 400, "more than 32 query parameters");
+        web_fixture_expect(f, "GET", target, NULL, 400, "more than 32 query parameters");
         snprintf(target, sizeof(target), "/metrics%s", many);
-        assert_answer(f, "GET", target, NULL, 200, NULL);
+        web_fixture_expect(f, "GET", target, NULL, 200, NULL);
         snprintf(target, sizeof(target), "/%s", many);
-        assert_answer(f, "GET", target, NULL, 200, "hello");
-        assert_answer(f, "GET", "/api/v1/status?verbose=1", NULL, 400, "parameter 'verbose'");
+        web_fixture_expect(f, "GET", target, NULL, 200, "hello");
+        web_fixture_expect(f, "GET", "/api/v1/status?verbose=1", NULL, 400, "parameter 'verbose'");
         fixture_free(f);
 }
 

@@ -268,6 +268,17 @@ void web_fixture_ask(struct web_fixture *f, const char *method, const char *targ
         web_fixture_send(f, request, (size_t) n, ret);
 }
 
+void web_fixture_expect(struct web_fixture *f, const char *method, const char *target, const char *headers,
+                        unsigned status, const char *body_part) {
+        struct web_answer a;
+
+        web_fixture_ask(f, method, target, headers, &a);
+        if (a.status != status || (body_part && !strstr(a.body, body_part)))
+                fail_msg("%s %s: expected %u with '%s', got:\n%s", method, target, status, body_part ? body_part : "",
+                         a.text);
+        web_answer_free(&a);
+}
+
 bool web_answer_header(const struct web_answer *a, const char *name, char *value, size_t size) {
         size_t len = strlen(name);
 

@@ -76,6 +76,10 @@ void web_fixture_ask(struct web_fixture *f, const char *method, const char *targ
                      struct web_answer *ret);
 /* Sends len raw bytes as they are. */
 void web_fixture_send(struct web_fixture *f, const char *raw, size_t len, struct web_answer *ret);
+/* Asks as web_fixture_ask() does, and fails the test unless the answer
+ * has status and, when body_part is not NULL, holds it in its body. */
+void web_fixture_expect(struct web_fixture *f, const char *method, const char *target, const char *headers,
+                        unsigned status, const char *body_part);
 /* The value of the answer's first header called name, or false. */
 bool web_answer_header(const struct web_answer *a, const char *name, char *value, size_t size);
 void web_answer_free(struct web_answer *a);
