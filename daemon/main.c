@@ -46,14 +46,14 @@ static void list_instances(void) {
 
 static void format_url(const struct settings *s, uint16_t port, char *out, size_t size) {
         char host[INET6_ADDRSTRLEN] = "127.0.0.1";
-        if (s->listen_addr.ss_family == AF_INET6) {
-                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &s->listen_addr;
+        if (s->listen.addr.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &s->listen.addr;
                 char addr[INET6_ADDRSTRLEN];
                 inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
                 snprintf(out, size, "http://[%s]:%u/", addr, port);
                 return;
         }
-        const struct sockaddr_in *a = (const struct sockaddr_in *) &s->listen_addr;
+        const struct sockaddr_in *a = (const struct sockaddr_in *) &s->listen.addr;
         if (a->sin_addr.s_addr != htonl(INADDR_ANY))
                 inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
         snprintf(out, size, "http://%s:%u/", host, port);
@@ -74,37 +74,25 @@ struct reload_args {
         struct web_context *web;
 };
 
-/* SIGHUP: re-reads flags and config file exactly as at start. Interval and
- * log level change at once; the listening socket, database and backend stay
- * (changing them needs a restart). A bad configuration changes nothing. */
+/* SIGHUP: re-reads flags and config file exactly as at start and applies
+ * the settings the table marks as reloadable: the interval and the log
+ * level. A bad configuration changes nothing. */
 static int reload_settings(struct loop *l, void *userdata) {
         struct reload_args *a = userdata;
         struct settings s;
-        char err[1024];
+        char err[1024], waiting[512];
 
         if (settings_load(a->argc, a->argv, &s, err, sizeof(err)) < 0) {
                 log_error("reload: %s; keeping the running configuration", err);
                 return -EINVAL;
         }
-        if (strcmp(s.listen, a->settings->listen) != 0 || strcmp(s.db_path, a->settings->db_path) != 0 ||
-            strcmp(s.backend, a->settings->backend) != 0 || strcmp(s.web_root, a->settings->web_root) != 0)
-                log_warning("reload: listen, db, backend and web_root changes take effect at the next restart");
-        /* The HTTP server reads its security and limit settings once, at start. */
-        if (strcmp(s.tls_cert, a->settings->tls_cert) != 0 || strcmp(s.tls_key, a->settings->tls_key) != 0 ||
-            strcmp(s.basic_auth_users, a->settings->basic_auth_users) != 0 ||
-            strcmp(s.bearer_token_file, a->settings->bearer_token_file) != 0 ||
-            strcmp(s.cors_origin, a->settings->cors_origin) != 0 || s.healthz_open != a->settings->healthz_open ||
-            s.max_connections != a->settings->max_connections ||
-            s.connection_timeout_s != a->settings->connection_timeout_s ||
-            s.max_header_bytes != a->settings->max_header_bytes)
-                log_warning("reload: TLS, authentication, CORS and connection limit changes take effect at the "
-                            "next restart");
-        a->settings->interval_ms = s.interval_ms;
-        a->settings->log_level = s.log_level;
-        log_set_level(s.log_level);
-        l->interval_ms = s.interval_ms;
+        settings_reload(a->settings, &s, waiting, sizeof(waiting));
+        if (waiting[0])
+                log_warning("reload: %s: changes take effect at the next restart", waiting);
+        log_set_level(a->settings->log_level);
+        l->interval_ms = a->settings->interval_ms;
         /* Read by the HTTP threads for /healthz; one aligned word. */
-        __atomic_store_n(&a->web->interval_ms, s.interval_ms, __ATOMIC_RELAXED);
+        __atomic_store_n(&a->web->interval_ms, a->settings->interval_ms, __ATOMIC_RELAXED);
         log_info("reloaded configuration%s%s: interval %lldms", s.config_path[0] ? " from " : "", s.config_path,
                  (long long) s.interval_ms);
         return 0;
@@ -139,7 +127,7 @@ int main(int argc, char **argv) {
         }
         switch (action) {
         case SETTINGS_HELP:
-                settings_print_help(argv[0]);
+                settings_print_help(stdout, argv[0]);
                 return EXIT_SUCCESS;
         case SETTINGS_VERSION:
                 printf("neurond %s\n", PACKAGE_VERSION);
@@ -176,7 +164,7 @@ int main(int argc, char **argv) {
                 auth_free(auth);
                 http_free_pem(tls_cert);
                 http_free_pem(tls_key);
-                printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen,
+                printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen.text,
                        backend->inv.backend, (long long) settings.interval_ms, settings.db_path,
                        settings.config_path[0] ? ", config " : "", settings.config_path);
                 collector_close(backend);
@@ -301,8 +289,8 @@ int main(int argc, char **argv) {
                 .auth = auth,
                 .healthz_open = settings.healthz_open,
                 .cors_origin = settings.cors_origin,
-                .max_connections = settings.max_connections,
-                .connection_timeout_s = settings.connection_timeout_s,
+                .max_connections = (unsigned) settings.max_connections,
+                .connection_timeout_s = (unsigned) (settings.connection_timeout_ms / 1000),
                 .max_header_bytes = settings.max_header_bytes,
                 .http_requests = http_requests,
         };
@@ -324,9 +312,9 @@ int main(int argc, char **argv) {
                 log_error("socket activation: expected one listening stream socket: %s", strerror(-listen_fd));
                 goto out;
         } else {
-                r = http_start((const struct sockaddr *) &settings.listen_addr, settings.listen_addr_len, &web, &http);
+                r = http_start((const struct sockaddr *) &settings.listen.addr, settings.listen.len, &web, &http);
                 if (r < 0) {
-                        log_error("listening on %s: %s", settings.listen, strerror(-r));
+                        log_error("listening on %s: %s", settings.listen.text, strerror(-r));
                         goto out;
                 }
                 char url[128];

@@ -78,7 +78,7 @@ static void settings_load__flags__override_config(void **state) {
 
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
         assert_int_equal(s.interval_ms, 500);
-        assert_string_equal(s.listen, "127.0.0.1:1234");
+        assert_string_equal(s.listen.text, "127.0.0.1:1234");
         assert_string_equal(s.db_path, "/tmp/from-config.db");
         assert_string_equal(s.backend, "model:trn1.2xlarge");
         assert_string_equal(s.config_path, path);
@@ -93,7 +93,7 @@ static void settings_load__defaults__documented_values(void **state) {
         unsetenv("STATE_DIRECTORY");
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
         assert_int_equal(s.interval_ms, 1000);
-        assert_string_equal(s.listen, "127.0.0.1:9710");
+        assert_string_equal(s.listen.text, "127.0.0.1:9710");
         assert_string_equal(s.backend, "auto");
         setenv("STATE_DIRECTORY", "/var/lib/x", 1);
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
@@ -184,7 +184,7 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
         assert_true(s.healthz_open);
         assert_string_equal(s.cors_origin, "https://grafana.example");
         assert_int_equal(s.max_connections, 100);
-        assert_int_equal(s.connection_timeout_s, 60);
+        assert_int_equal(s.connection_timeout_ms, 60000);
         assert_int_equal(s.max_header_bytes, 4096);
         unlink(path);
 
