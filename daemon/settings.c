@@ -319,7 +319,7 @@ static void format_size(uint64_t bytes, char *out, size_t size) {
         snprintf(out, size, "%" PRIu64, bytes);
 }
 
-/* "from 100ms to 1h" for a row with a range, "" for one without. */
+/* "100ms to 1h" for a row with a range, "" for one without. */
 static void format_range(const struct settings_item *it, char *out, size_t size) {
         char min[32], max[32];
 
@@ -344,7 +344,6 @@ static int item_parse(const struct settings_item *it, const char *text, struct s
         void *p = field(it, s);
         char range[80];
         int64_t ms;
-        int r = 0;
 
         format_range(it, range, sizeof(range));
         switch (it->kind) {
@@ -365,15 +364,13 @@ static int item_parse(const struct settings_item *it, const char *text, struct s
                 break;
         }
         case SETTINGS_DURATION:
-                r = parse_duration_ms(text, &ms);
-                if (r == 0 && (it->max ? (ms < (int64_t) it->min || ms > (int64_t) it->max) : ms <= 0))
-                        r = -ERANGE;
-                if (r < 0 && it->max) {
-                        snprintf(why, whylen, "'%s' is not a duration from %s, such as 500ms, 10s or 1m", text, range);
-                        return -EINVAL;
-                }
-                if (r < 0) {
-                        snprintf(why, whylen, "'%s' is not a positive duration such as 48h or 30d", text);
+                if (parse_duration_ms(text, &ms) < 0 || ms <= 0 ||
+                    (it->max && (ms < (int64_t) it->min || ms > (int64_t) it->max))) {
+                        if (it->max)
+                                snprintf(why, whylen, "'%s' is not a duration from %s, such as 500ms, 10s or 1m", text,
+                                         range);
+                        else
+                                snprintf(why, whylen, "'%s' is not a positive duration such as 48h or 30d", text);
                         return -EINVAL;
                 }
                 *(int64_t *) p = ms;

@@ -97,10 +97,10 @@ struct settings_item {
          * bytes, 0 or 1). */
         const char *default_text;
         uint64_t default_value;
-        const char *default_help; /* --help's words for a default that is not fixed, or NULL */
-        const char *help;         /* one line, no default or range: --help adds them */
-        bool reload;              /* a reload applies it at once; others wait for a restart */
-        enum settings_action action;
+        const char *default_help;    /* --help's words for a default that is not fixed, or NULL */
+        const char *help;            /* one line, no default or range: --help adds them */
+        bool reload;                 /* SIGHUP applies it at once (main.c acts on it); else at restart */
+        enum settings_action action; /* SETTINGS_ACTION */
 };
 
 extern const struct settings_item settings_table[];
