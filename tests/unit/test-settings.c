@@ -125,6 +125,20 @@ static void expect_error(char **argv, const char *needle) {
         assert_null(strchr(err, '\n'));
 }
 
+/* Config file texts that each fail with a message containing needle. */
+struct config_case {
+        const char *text, *needle;
+};
+
+static void expect_config_errors(const struct config_case *cases, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                char *path = write_config(cases[i].text);
+                char *argv[] = { "neurond", "-c", path, NULL };
+                expect_error(argv, cases[i].needle);
+                unlink(path);
+        }
+}
+
 static void settings_load__bad_input__one_line_error(void **state) {
         char *unknown[] = { "neurond", "--frobnicate", NULL };
         char *no_value[] = { "neurond", "--interval", NULL };
@@ -146,20 +160,13 @@ static void settings_load__bad_input__one_line_error(void **state) {
 }
 
 static void settings_load__bad_config__names_file_and_line(void **state) {
-        struct {
-                const char *text, *needle;
-        } cases[] = {
+        static const struct config_case cases[] = {
                 { "[neurond]\ninterval = 1s\nbogus = 1\n", ":3: unknown setting 'bogus'" },
                 { "[other]\nlisten = 127.0.0.1:1\n", ":2: unknown section [other]" },
                 { "interval = soon\n", ":1: interval: 'soon'" },
                 { "[neurond]\nthis is not ini\n", ":2: not a valid INI line" },
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                char *path = write_config(cases[i].text);
-                char *argv[] = { "neurond", "-c", path, NULL };
-                expect_error(argv, cases[i].needle);
-                unlink(path);
-        }
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void settings_load__http_keys__parsed_and_checked(void **state) {
@@ -189,9 +196,7 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
         assert_int_equal(s.max_header_bytes, 4096);
         unlink(path);
 
-        struct {
-                const char *text, *needle;
-        } cases[] = {
+        static const struct config_case cases[] = {
                 { "tls_cert = /a.pem\n", "tls_cert and tls_key must be given together" },
                 { "tls_key = /a.pem\n", "tls_cert and tls_key must be given together" },
                 { "healthz_open = maybe\n", ":1: healthz_open: 'maybe'" },
@@ -200,12 +205,7 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
                 { "connection_timeout = 500ms\n", ":1: connection_timeout: '500ms'" },
                 { "max_header_bytes = 99999999\n", ":1: max_header_bytes: '99999999'" },
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                path = write_config(cases[i].text);
-                char *bad[] = { "neurond", "-c", path, NULL };
-                expect_error(bad, cases[i].needle);
-                unlink(path);
-        }
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* Every row is usable: one name per key and flag, a value where it is
@@ -295,19 +295,12 @@ static void settings_load__storage_keys__parsed_with_store_defaults(void **state
         assert_int_equal(s.max_db_bytes, 0);
         unlink(path);
 
-        struct {
-                const char *text, *needle;
-        } cases[] = {
+        static const struct config_case cases[] = {
                 { "retention_raw = 0s\n", ":1: retention_raw: '0s' is not a positive duration" },
                 { "retention_1h = forever\n", ":1: retention_1h: 'forever'" },
                 { "max_db_size = 1X\n", ":1: max_db_size: '1X' is not a size" },
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                path = write_config(cases[i].text);
-                char *bad[] = { "neurond", "-c", path, NULL };
-                expect_error(bad, cases[i].needle);
-                unlink(path);
-        }
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* A reload takes interval and log_level and names the rest. */
