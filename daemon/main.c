@@ -26,6 +26,29 @@
 #include "web/http.h"
 
 #define EXIT_USAGE 2
+#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The daemon's parts. Each open_* step opens one of them, in the order of
+ * the step tables below, and returns 0 or, having said why, the exit
+ * status; daemon_close() closes whatever is open, in reverse. */
+struct daemon {
+        struct settings settings;
+        int argc; /* the command line, read again on SIGHUP */
+        char **argv;
+        struct collector *backend;
+        struct auth *auth;           /* NULL: no authentication */
+        char *tls_cert, *tls_key;    /* PEM text; NULL: plain HTTP */
+        struct collector *host;      /* NULL without /proc */
+        int signal_fd;               /* -1 until opened */
+        struct snapshot_slot latest; /* initialised before any step */
+        struct store *store;
+        struct collector *polled[2]; /* backend and host, as the loop borrows them */
+        struct loop loop;
+        struct expo *expo;
+        atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
+        struct web_context web;
+        struct http_server *http;
+};
 
 static void list_instances(void) {
         printf("%-22s %-11s %-13s %7s %5s %9s %11s %9s %-14s %-13s %5s %9s\n", "INSTANCE", "CHIP", "NEURONCORE",
@@ -44,19 +67,98 @@ static void list_instances(void) {
         }
 }
 
-static void format_url(const struct settings *s, uint16_t port, char *out, size_t size) {
+static void format_url(const struct settings_address *listen, uint16_t port, char *out, size_t size) {
         char host[INET6_ADDRSTRLEN] = "127.0.0.1";
-        if (s->listen_addr.ss_family == AF_INET6) {
-                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &s->listen_addr;
+        if (listen->addr.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &listen->addr;
                 char addr[INET6_ADDRSTRLEN];
                 inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
                 snprintf(out, size, "http://[%s]:%u/", addr, port);
                 return;
         }
-        const struct sockaddr_in *a = (const struct sockaddr_in *) &s->listen_addr;
+        const struct sockaddr_in *a = (const struct sockaddr_in *) &listen->addr;
         if (a->sin_addr.s_addr != htonl(INADDR_ANY))
                 inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
         snprintf(out, size, "http://%s:%u/", host, port);
+}
+
+static int open_backend(struct daemon *d) {
+        char err[1024];
+
+        int r = collector_open_spec(d->settings.backend, &d->backend, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "neurond: %s\n", err);
+                return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
+        }
+        return 0;
+}
+
+/* The authentication and TLS files are settings too: a bad one is a usage
+ * error, found before the database is touched (and by --check-config
+ * before a restart rather than by it). */
+static int read_http_files(struct daemon *d) {
+        const struct settings *s = &d->settings;
+        char err[1024];
+        int r = 0;
+
+        if (s->basic_auth_users[0] || s->bearer_token_file[0])
+                r = auth_new(s->basic_auth_users, s->bearer_token_file, &d->auth, err, sizeof(err));
+        if (r >= 0 && s->tls_cert[0]) {
+                r = http_read_pem(s->tls_cert, "CERTIFICATE", &d->tls_cert, err, sizeof(err));
+                if (r >= 0)
+                        r = http_read_pem(s->tls_key, "PRIVATE KEY", &d->tls_key, err, sizeof(err));
+        }
+        if (r < 0) {
+                fprintf(stderr, "neurond: %s\n", err);
+                return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
+        }
+        return 0;
+}
+
+/* Reading sysfs and serving HTTP need no privilege; a daemon facing the
+ * network should not hold any it does not need. Checked after the settings
+ * and the backend so that usage errors come first. */
+static int refuse_root(struct daemon *d) {
+        if (geteuid() == 0 && !d->settings.allow_root) {
+                log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
+                          "or pass --allow-root");
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
+
+/* Host CPU and memory are a second collector, next to the backend; without
+ * /proc the daemon still serves the accelerator. */
+static int open_host(struct daemon *d) {
+        const struct inventory *inv = &d->backend->inv;
+        char err[1024] = "";
+        struct collector_args args = { .err = err, .errlen = sizeof(err) };
+
+        log_info("backend %s: %u devices, %zu series%s%s", inv->backend, inv->n_devices, inv->n_series,
+                 inv->backend_reason[0] ? "; " : "", inv->backend_reason);
+        int r = host_collector_ops.open(&args, &d->host);
+        if (r < 0)
+                log_warning("host collector unavailable: %s", err[0] ? err : strerror(-r));
+        return 0;
+}
+
+/* Signals are taken through a signalfd by the loop; they are blocked before
+ * any thread starts so that every thread inherits the mask. */
+static int open_signals(struct daemon *d) {
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (d->signal_fd < 0) {
+                log_error("signalfd: %s", strerror(errno));
+                return EXIT_FAILURE;
+        }
+        return 0;
 }
 
 /* A database that cannot be opened because of the file system's state
@@ -67,64 +169,224 @@ static bool store_error_is_transient(int r) {
         return r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EIO;
 }
 
-struct reload_args {
-        int argc;
-        char **argv;
-        struct settings *settings;
-        struct web_context *web;
+static int open_store(struct daemon *d) {
+        const struct settings *s = &d->settings;
+        struct store_options options;
+        char aside[PATH_MAX + 64] = "";
+
+        store_options_init(&options);
+        options.raw_retention_ms = s->retention_raw_ms;
+        options.minute_retention_ms = s->retention_minute_ms;
+        options.hour_retention_ms = s->retention_hour_ms;
+        options.size_cap_bytes = s->max_db_bytes;
+        notify_status("Opening database %s", s->db_path);
+        int r = store_open_or_set_aside(s->db_path, &options, &d->store, aside, sizeof(aside));
+        if (r == 1) {
+                log_error("database %s failed its integrity check; kept it as %s and started a new one", s->db_path,
+                          aside);
+        } else if (store_error_is_transient(r)) {
+                /* Set aside, then the new file could not be made. */
+                if (aside[0])
+                        log_error("database %s failed its integrity check; kept it as %s", s->db_path, aside);
+                log_error("cannot open database %s: %s; polling and serving without it (degraded), keeping ticks in "
+                          "memory and retrying with back-off",
+                          s->db_path, strerror(-r));
+                r = store_open_deferred(s->db_path, &options, r, &d->store);
+                if (r < 0) {
+                        log_error("starting without a database: %s", strerror(-r));
+                        return EXIT_FAILURE;
+                }
+        } else if (r == -EPROTONOSUPPORT) {
+                log_error("database %s was written by a newer neurond; refusing to touch it", s->db_path);
+                return EXIT_USAGE;
+        } else if (r < 0) {
+                log_error("cannot open database %s: %s; check the db setting, the directory and its permissions",
+                          s->db_path, strerror(-r));
+                return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
+        }
+        return 0;
+}
+
+static int open_loop(struct daemon *d) {
+        d->polled[0] = d->backend;
+        d->polled[1] = d->host;
+        int r = loop_init(&d->loop, d->polled, d->host ? 2 : 1, d->store, &d->latest, d->settings.interval_ms);
+        if (r < 0) {
+                log_error("starting the poll loop: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = store_register_series(d->store, d->loop.series, d->loop.n_series);
+        if (r < 0) {
+                log_error("registering series in %s: %s", d->settings.db_path, strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
+
+static int open_expo(struct daemon *d) {
+        int r = expo_new(d->loop.series, d->loop.n_series, &d->expo);
+        if (r < 0) {
+                log_error("preparing /metrics: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
+
+/* What the HTTP handlers read: the parts opened so far and the settings. */
+static void fill_web_context(struct daemon *d) {
+        static const char *const collector_names[] = { "backend", "host" };
+        const struct settings *s = &d->settings;
+        const struct inventory *inv = &d->backend->inv;
+
+        d->web = (struct web_context){
+                .web_root = s->web_root,
+                .inv = inv,
+                .series = d->loop.series,
+                .n_series = d->loop.n_series,
+                .expo = d->expo,
+                .self = {
+                        .version = PACKAGE_VERSION,
+                        .backend = inv->backend,
+                        .instance_type = inv->instance_type,
+                        .n_collectors = d->host ? 2 : 1,
+                        .collector_names = collector_names,
+                        .samples_stored = &d->loop.samples_stored,
+                        .store_errors = &d->loop.store_errors,
+                        .http_requests = d->http_requests,
+                        .history = &d->web.history,
+                },
+                .latest = &d->latest,
+                .history = { &store_history_ops, d->store },
+                .interval_ms = s->interval_ms,
+                .time_scale = d->loop.time_scale,
+                .started_ms = clock_wall_ms(),
+                .admin = s->admin,
+                .faults = { model_is(d->backend) ? &model_fault_ops : NULL, d->backend },
+                .tls_cert = d->tls_cert,
+                .tls_key = d->tls_key,
+                .auth = d->auth,
+                .healthz_open = s->healthz_open,
+                .cors_origin = s->cors_origin,
+                .max_connections = (unsigned) s->max_connections,
+                .connection_timeout_s = (unsigned) (s->connection_timeout_ms / 1000),
+                .max_header_bytes = s->max_header_bytes,
+                .http_requests = d->http_requests,
+        };
+}
+
+/* The first tick runs before the server starts, so /metrics never answers
+ * empty. */
+static int open_http(struct daemon *d) {
+        const struct settings *s = &d->settings;
+
+        fill_web_context(d);
+        loop_tick(&d->loop);
+        int listen_fd = notify_listen_fd();
+        if (listen_fd >= 0) {
+                int r = http_start_fd(listen_fd, &d->web, &d->http);
+                if (r < 0) {
+                        log_error("serving on the socket from the service manager: %s", strerror(-r));
+                        close(listen_fd);
+                        return EXIT_FAILURE;
+                }
+                log_info("listening on port %u (socket from the service manager; listen setting unused)",
+                         http_port(d->http));
+                return 0;
+        }
+        if (listen_fd != -ENOENT) {
+                log_error("socket activation: expected one listening stream socket: %s", strerror(-listen_fd));
+                return EXIT_FAILURE;
+        }
+        int r = http_start((const struct sockaddr *) &s->listen.addr, s->listen.len, &d->web, &d->http);
+        if (r < 0) {
+                log_error("listening on %s: %s", s->listen.text, strerror(-r));
+                return EXIT_FAILURE;
+        }
+        char url[128];
+        format_url(&s->listen, http_port(d->http), url, sizeof(url));
+        log_info("listening on port %u; dashboard at %s, metrics at %smetrics", http_port(d->http), url, url);
+        return 0;
+}
+
+/* What --check-config checks; it stops after them. */
+static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files };
+/* The rest of the daemon. */
+static int (*const run_steps[])(struct daemon *d) = {
+        refuse_root, open_host, open_signals, open_store, open_loop, open_expo, open_http,
 };
 
-/* SIGHUP: re-reads flags and config file exactly as at start. Interval and
- * log level change at once; the listening socket, database and backend stay
- * (changing them needs a restart). A bad configuration changes nothing. */
-static int reload_settings(struct loop *l, void *userdata) {
-        struct reload_args *a = userdata;
-        struct settings s;
-        char err[1024];
+static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), size_t n) {
+        int status = 0;
+        for (size_t i = 0; i < n && status == 0; i++)
+                status = steps[i](d);
+        return status;
+}
 
-        if (settings_load(a->argc, a->argv, &s, err, sizeof(err)) < 0) {
+static void daemon_close(struct daemon *d) {
+        http_stop(d->http);
+        expo_free(d->expo);
+        loop_done(&d->loop);
+        store_close(d->store);
+        if (d->signal_fd >= 0)
+                close(d->signal_fd);
+        collector_close(d->host);
+        http_free_pem(d->tls_key);
+        http_free_pem(d->tls_cert);
+        auth_free(d->auth);
+        collector_close(d->backend);
+        snapshot_slot_destroy(&d->latest);
+}
+
+/* SIGHUP: re-reads flags and config file exactly as at start and applies
+ * the settings the table marks as reloadable: the interval and the log
+ * level. A bad configuration changes nothing. */
+static int reload_settings(struct loop *l, void *userdata) {
+        struct daemon *d = userdata;
+        struct settings s;
+        char err[1024], waiting[512];
+
+        if (settings_load(d->argc, d->argv, &s, err, sizeof(err)) < 0) {
                 log_error("reload: %s; keeping the running configuration", err);
                 return -EINVAL;
         }
-        if (strcmp(s.listen, a->settings->listen) != 0 || strcmp(s.db_path, a->settings->db_path) != 0 ||
-            strcmp(s.backend, a->settings->backend) != 0 || strcmp(s.web_root, a->settings->web_root) != 0)
-                log_warning("reload: listen, db, backend and web_root changes take effect at the next restart");
-        /* The HTTP server reads its security and limit settings once, at start. */
-        if (strcmp(s.tls_cert, a->settings->tls_cert) != 0 || strcmp(s.tls_key, a->settings->tls_key) != 0 ||
-            strcmp(s.basic_auth_users, a->settings->basic_auth_users) != 0 ||
-            strcmp(s.bearer_token_file, a->settings->bearer_token_file) != 0 ||
-            strcmp(s.cors_origin, a->settings->cors_origin) != 0 || s.healthz_open != a->settings->healthz_open ||
-            s.max_connections != a->settings->max_connections ||
-            s.connection_timeout_s != a->settings->connection_timeout_s ||
-            s.max_header_bytes != a->settings->max_header_bytes)
-                log_warning("reload: TLS, authentication, CORS and connection limit changes take effect at the "
-                            "next restart");
-        a->settings->interval_ms = s.interval_ms;
-        a->settings->log_level = s.log_level;
-        log_set_level(s.log_level);
-        l->interval_ms = s.interval_ms;
+        settings_reload(&d->settings, &s, waiting, sizeof(waiting));
+        if (waiting[0])
+                log_warning("reload: %s: changes take effect at the next restart", waiting);
+        log_set_level(d->settings.log_level);
+        l->interval_ms = d->settings.interval_ms;
         /* Read by the HTTP threads for /healthz; one aligned word. */
-        __atomic_store_n(&a->web->interval_ms, s.interval_ms, __ATOMIC_RELAXED);
+        __atomic_store_n(&d->web.interval_ms, d->settings.interval_ms, __ATOMIC_RELAXED);
         log_info("reloaded configuration%s%s: interval %lldms", s.config_path[0] ? " from " : "", s.config_path,
                  (long long) s.interval_ms);
         return 0;
 }
 
+static int daemon_run(struct daemon *d) {
+        int status = EXIT_SUCCESS;
+
+        d->loop.reload = reload_settings;
+        d->loop.reload_userdata = d;
+        notify_ready("Polling");
+        int r = loop_run(&d->loop, d->signal_fd);
+        if (r < 0) {
+                log_error("poll loop failed: %s", strerror(-r));
+                status = EXIT_FAILURE;
+        }
+        notify_stopping();
+        return status;
+}
+
+static void print_config_summary(const struct daemon *d) {
+        const struct settings *s = &d->settings;
+
+        printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", s->listen.text,
+               d->backend->inv.backend, (long long) s->interval_ms, s->db_path, s->config_path[0] ? ", config " : "",
+               s->config_path);
+}
+
 int main(int argc, char **argv) {
-        struct settings settings;
+        static struct daemon d = { .signal_fd = -1 };
         char err[1024];
-        struct collector *backend = NULL;
-        struct collector *host = NULL;
-        struct store *store = NULL;
-        struct expo *expo = NULL;
-        struct http_server *http = NULL;
-        struct auth *auth = NULL;
-        char *tls_cert = NULL, *tls_key = NULL;
-        struct snapshot_slot latest;
-        struct loop loop = { 0 };
-        int signal_fd = -1;
-        int status = EXIT_FAILURE;
-        int r;
 
         /* A fixed threshold: glibc otherwise raises it to the size of each
          * large block freed (a /metrics page, a query's answer), after which
@@ -132,14 +394,14 @@ int main(int argc, char **argv) {
          * stay resident there. Fixed, they are mapped and unmapped. */
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
-        int action = settings_load(argc, argv, &settings, err, sizeof(err));
+        int action = settings_load(argc, argv, &d.settings, err, sizeof(err));
         if (action < 0) {
                 fprintf(stderr, "neurond: %s\n", err);
                 return EXIT_USAGE;
         }
         switch (action) {
         case SETTINGS_HELP:
-                settings_print_help(argv[0]);
+                settings_print_help(stdout, argv[0]);
                 return EXIT_SUCCESS;
         case SETTINGS_VERSION:
                 printf("neurond %s\n", PACKAGE_VERSION);
@@ -148,215 +410,19 @@ int main(int argc, char **argv) {
                 list_instances();
                 return EXIT_SUCCESS;
         }
-        log_init(settings.log_level);
+        d.argc = argc;
+        d.argv = argv;
+        log_init(d.settings.log_level);
+        snapshot_slot_init(&d.latest);
 
-        r = collector_open_spec(settings.backend, &backend, err, sizeof(err));
-        if (r < 0) {
-                fprintf(stderr, "neurond: %s\n", err);
-                return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
+        int status = open_steps(&d, config_steps, ELEMENTS(config_steps));
+        if (status == 0 && action == SETTINGS_CHECK_CONFIG) {
+                print_config_summary(&d);
+        } else if (status == 0) {
+                status = open_steps(&d, run_steps, ELEMENTS(run_steps));
+                if (status == 0)
+                        status = daemon_run(&d);
         }
-        /* The authentication and TLS files are settings too: a bad one is a
-         * usage error, found before the database is touched (and by
-         * --check-config before a restart rather than by it). */
-        if (settings.basic_auth_users[0] || settings.bearer_token_file[0])
-                r = auth_new(settings.basic_auth_users, settings.bearer_token_file, &auth, err, sizeof(err));
-        if (r >= 0 && settings.tls_cert[0]) {
-                r = http_read_pem(settings.tls_cert, "CERTIFICATE", &tls_cert, err, sizeof(err));
-                if (r >= 0)
-                        r = http_read_pem(settings.tls_key, "PRIVATE KEY", &tls_key, err, sizeof(err));
-        }
-        if (r < 0) {
-                fprintf(stderr, "neurond: %s\n", err);
-                auth_free(auth);
-                http_free_pem(tls_cert);
-                collector_close(backend);
-                return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
-        }
-        if (action == SETTINGS_CHECK_CONFIG) {
-                auth_free(auth);
-                http_free_pem(tls_cert);
-                http_free_pem(tls_key);
-                printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", settings.listen,
-                       backend->inv.backend, (long long) settings.interval_ms, settings.db_path,
-                       settings.config_path[0] ? ", config " : "", settings.config_path);
-                collector_close(backend);
-                return EXIT_SUCCESS;
-        }
-        /* Reading sysfs and serving HTTP need no privilege; a daemon facing
-         * the network should not hold any it does not need. Checked after
-         * the settings and the backend so that usage errors come first. */
-        if (geteuid() == 0 && !settings.allow_root) {
-                log_error("refusing to run as root: run as an unprivileged user (the systemd unit uses DynamicUser=), "
-                          "or pass --allow-root");
-                auth_free(auth);
-                http_free_pem(tls_cert);
-                http_free_pem(tls_key);
-                collector_close(backend);
-                return EXIT_FAILURE;
-        }
-        log_info("backend %s: %u devices, %zu series%s%s", backend->inv.backend, backend->inv.n_devices,
-                 backend->inv.n_series, backend->inv.backend_reason[0] ? "; " : "", backend->inv.backend_reason);
-        /* Host CPU and memory are a second collector; without /proc the
-         * daemon still serves the accelerator. */
-        struct collector_args host_args = { .err = err, .errlen = sizeof(err) };
-        err[0] = '\0';
-        r = host_collector_ops.open(&host_args, &host);
-        if (r < 0)
-                log_warning("host collector unavailable: %s", err[0] ? err : strerror(-r));
-
-        /* Signals are taken through a signalfd by the loop; block them before
-         * any thread starts so that every thread inherits the mask. */
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        signal(SIGPIPE, SIG_IGN);
-        snapshot_slot_init(&latest);
-        signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-        if (signal_fd < 0) {
-                log_error("signalfd: %s", strerror(errno));
-                goto out;
-        }
-
-        struct store_options store_opt;
-        char aside[PATH_MAX + 64] = "";
-        store_options_init(&store_opt);
-        store_opt.raw_retention_ms = settings.retention_raw_ms;
-        store_opt.minute_retention_ms = settings.retention_minute_ms;
-        store_opt.hour_retention_ms = settings.retention_hour_ms;
-        store_opt.size_cap_bytes = settings.max_db_bytes;
-        notify_status("Opening database %s", settings.db_path);
-        r = store_open_or_set_aside(settings.db_path, &store_opt, &store, aside, sizeof(aside));
-        if (r == 1) {
-                log_error("database %s failed its integrity check; kept it as %s and started a new one",
-                          settings.db_path, aside);
-        } else if (store_error_is_transient(r)) {
-                /* Set aside, then the new file could not be made. */
-                if (aside[0])
-                        log_error("database %s failed its integrity check; kept it as %s", settings.db_path, aside);
-                log_error("cannot open database %s: %s; polling and serving without it (degraded), keeping ticks in "
-                          "memory and retrying with back-off",
-                          settings.db_path, strerror(-r));
-                r = store_open_deferred(settings.db_path, &store_opt, r, &store);
-                if (r < 0) {
-                        log_error("starting without a database: %s", strerror(-r));
-                        goto out;
-                }
-        } else if (r == -EPROTONOSUPPORT) {
-                log_error("database %s was written by a newer neurond; refusing to touch it", settings.db_path);
-                status = EXIT_USAGE;
-                goto out;
-        } else if (r < 0) {
-                log_error("cannot open database %s: %s; check the db setting, the directory and its permissions",
-                          settings.db_path, strerror(-r));
-                status = r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
-                goto out;
-        }
-        struct collector *collectors[] = { backend, host };
-        size_t n_collectors = host ? 2 : 1;
-        r = loop_init(&loop, collectors, n_collectors, store, &latest, settings.interval_ms);
-        if (r < 0) {
-                log_error("starting the poll loop: %s", strerror(-r));
-                goto out;
-        }
-        r = store_register_series(store, loop.series, loop.n_series);
-        if (r < 0) {
-                log_error("registering series in %s: %s", settings.db_path, strerror(-r));
-                goto out;
-        }
-        r = expo_new(loop.series, loop.n_series, &expo);
-        if (r < 0) {
-                log_error("preparing /metrics: %s", strerror(-r));
-                goto out;
-        }
-        static atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
-        static const char *const collector_names[] = { "backend", "host" };
-        struct web_context web = {
-                .web_root = settings.web_root,
-                .inv = &backend->inv,
-                .series = loop.series,
-                .n_series = loop.n_series,
-                .expo = expo,
-                .self = {
-                        .version = PACKAGE_VERSION,
-                        .backend = backend->inv.backend,
-                        .instance_type = backend->inv.instance_type,
-                        .n_collectors = n_collectors,
-                        .collector_names = collector_names,
-                        .samples_stored = &loop.samples_stored,
-                        .store_errors = &loop.store_errors,
-                        .http_requests = http_requests,
-                },
-                .latest = &latest,
-                .history = { &store_history_ops, store },
-                .interval_ms = settings.interval_ms,
-                .time_scale = loop.time_scale,
-                .started_ms = clock_wall_ms(),
-                .admin = settings.admin,
-                .faults = { model_is(backend) ? &model_fault_ops : NULL, backend },
-                .tls_cert = tls_cert,
-                .tls_key = tls_key,
-                .auth = auth,
-                .healthz_open = settings.healthz_open,
-                .cors_origin = settings.cors_origin,
-                .max_connections = settings.max_connections,
-                .connection_timeout_s = settings.connection_timeout_s,
-                .max_header_bytes = settings.max_header_bytes,
-                .http_requests = http_requests,
-        };
-        web.self.history = &web.history;
-        /* The first tick runs before the server starts, so /metrics never
-         * answers empty. */
-        loop_tick(&loop);
-        int listen_fd = notify_listen_fd();
-        if (listen_fd >= 0) {
-                r = http_start_fd(listen_fd, &web, &http);
-                if (r < 0) {
-                        log_error("serving on the socket from the service manager: %s", strerror(-r));
-                        close(listen_fd);
-                        goto out;
-                }
-                log_info("listening on port %u (socket from the service manager; listen setting unused)",
-                         http_port(http));
-        } else if (listen_fd != -ENOENT) {
-                log_error("socket activation: expected one listening stream socket: %s", strerror(-listen_fd));
-                goto out;
-        } else {
-                r = http_start((const struct sockaddr *) &settings.listen_addr, settings.listen_addr_len, &web, &http);
-                if (r < 0) {
-                        log_error("listening on %s: %s", settings.listen, strerror(-r));
-                        goto out;
-                }
-                char url[128];
-                format_url(&settings, http_port(http), url, sizeof(url));
-                log_info("listening on port %u; dashboard at %s, metrics at %smetrics", http_port(http), url, url);
-        }
-        struct reload_args reload = { .argc = argc, .argv = argv, .settings = &settings, .web = &web };
-        loop.reload = reload_settings;
-        loop.reload_userdata = &reload;
-        notify_ready("Polling");
-
-        r = loop_run(&loop, signal_fd);
-        if (r < 0)
-                log_error("poll loop failed: %s", strerror(-r));
-        else
-                status = EXIT_SUCCESS;
-        notify_stopping();
-
-out:
-        http_stop(http);
-        expo_free(expo);
-        loop_done(&loop);
-        store_close(store);
-        snapshot_slot_destroy(&latest);
-        auth_free(auth);
-        http_free_pem(tls_cert);
-        http_free_pem(tls_key);
-        if (signal_fd >= 0)
-                close(signal_fd);
-        collector_close(host);
-        collector_close(backend);
+        daemon_close(&d);
         return status;
 }

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <ini.h>
 #include <netinet/in.h>
 #include <stddef.h>
@@ -13,6 +14,234 @@
 
 #include "daemon/settings.h"
 #include "lib/parse.h"
+#include "storage/store.h"
+#include "web/http.h"
+
+#define FIELD(name) .offset = offsetof(struct settings, name), .size = sizeof(((struct settings *) 0)->name)
+
+const struct settings_item settings_table[] = {
+        {
+                .key = "listen",
+                .flag = "listen",
+                .short_flag = 'l',
+                .arg = "ADDR:PORT",
+                .kind = SETTINGS_LISTEN,
+                FIELD(listen),
+                .default_text = SETTINGS_DEFAULT_LISTEN,
+                .help = "address to serve HTTP on; port 0 picks a free port and logs it",
+        },
+        {
+                .key = "db",
+                .flag = "db",
+                .short_flag = 'd',
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                FIELD(db_path),
+                .default_text = NEUROND_STATE_DIR "/neurond.db",
+                .default_help = "$STATE_DIRECTORY/neurond.db, else " NEUROND_STATE_DIR "/neurond.db",
+                .help = "SQLite database",
+        },
+        {
+                .key = "backend",
+                .flag = "backend",
+                .short_flag = 'b',
+                .arg = "SPEC",
+                .kind = SETTINGS_TEXT,
+                FIELD(backend),
+                .default_text = "auto",
+                .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>], sysfs[:<root>] (<root> is "
+                        "where sysfs is mounted, default /sys), or auto: sysfs when the driver is present, else the "
+                        "model",
+        },
+        {
+                .key = "interval",
+                .flag = "interval",
+                .short_flag = 'i',
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(interval_ms),
+                .min = SETTINGS_INTERVAL_MIN_MS,
+                .max = SETTINGS_INTERVAL_MAX_MS,
+                .default_value = SETTINGS_DEFAULT_INTERVAL_MS,
+                .help = "time between polls",
+                .reload = true,
+        },
+        {
+                .key = "web_root",
+                .flag = "web-root",
+                .short_flag = 'w',
+                .arg = "DIR",
+                .kind = SETTINGS_TEXT,
+                FIELD(web_root),
+                .default_text = NEUROND_WEB_ROOT,
+                .help = "dashboard files",
+        },
+        {
+                .key = "log_level",
+                .flag = "log-level",
+                .arg = "LEVEL",
+                .kind = SETTINGS_LOG_LEVEL,
+                FIELD(log_level),
+                .default_text = "info",
+                .help = "error, warning, info or debug",
+                .reload = true,
+        },
+        {
+                .key = "admin",
+                .flag = "enable-admin",
+                .arg = "BOOL",
+                .kind = SETTINGS_BOOL,
+                FIELD(admin),
+                .help = "serve the model's fault endpoint /api/v1/admin/faults to loopback clients",
+        },
+        {
+                .key = "retention_raw",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(retention_raw_ms),
+                .default_value = STORE_DEFAULT_RAW_RETENTION_MS,
+                .help = "how long raw samples are kept",
+        },
+        {
+                .key = "retention_1m",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(retention_minute_ms),
+                .default_value = STORE_DEFAULT_MINUTE_RETENTION_MS,
+                .help = "how long 1-minute rollups are kept",
+        },
+        {
+                .key = "retention_1h",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(retention_hour_ms),
+                .default_value = STORE_DEFAULT_HOUR_RETENTION_MS,
+                .help = "how long 1-hour rollups are kept",
+        },
+        {
+                .key = "max_db_size",
+                .arg = "SIZE",
+                .kind = SETTINGS_SIZE,
+                FIELD(max_db_bytes),
+                .default_value = STORE_DEFAULT_SIZE_CAP_BYTES,
+                .help = "cap on the stored data, such as 512M or 1G; 0 for none",
+        },
+        {
+                .key = "tls_cert",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                FIELD(tls_cert),
+                .help = "PEM certificate (chain); with tls_key, serve HTTPS",
+        },
+        {
+                .key = "tls_key",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                FIELD(tls_key),
+                .help = "PEM private key of tls_cert",
+        },
+        {
+                .key = "basic_auth_users",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                FIELD(basic_auth_users),
+                .help = "file of user:bcrypt-hash lines for HTTP basic authentication",
+        },
+        {
+                .key = "bearer_token_file",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                FIELD(bearer_token_file),
+                .help = "file of one line, a token clients may send as Authorization: Bearer",
+        },
+        {
+                .key = "healthz_open",
+                .arg = "BOOL",
+                .kind = SETTINGS_BOOL,
+                FIELD(healthz_open),
+                .help = "answer /healthz without credentials",
+        },
+        {
+                .key = "cors_origin",
+                .arg = "ORIGIN",
+                .kind = SETTINGS_TEXT,
+                FIELD(cors_origin),
+                .help = "Access-Control-Allow-Origin for browsers on another origin",
+        },
+        {
+                .key = "max_connections",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                FIELD(max_connections),
+                .min = 16,
+                .max = 65536,
+                .default_value = HTTP_DEFAULT_MAX_CONNECTIONS,
+                .help = "HTTP connections open at once",
+        },
+        {
+                .key = "connection_timeout",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(connection_timeout_ms),
+                .min = 1000,
+                .max = 3600 * 1000,
+                .default_value = HTTP_DEFAULT_CONNECTION_TIMEOUT_S * 1000,
+                .help = "idle time before an HTTP connection is closed",
+        },
+        {
+                .key = "max_header_bytes",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                FIELD(max_header_bytes),
+                .min = 1024,
+                .max = 1048576,
+                .default_value = HTTP_DEFAULT_MAX_HEADER_BYTES,
+                .help = "largest request headers accepted (more is 431)",
+        },
+        {
+                .flag = "config",
+                .short_flag = 'c',
+                .arg = "FILE",
+                .kind = SETTINGS_CONFIG,
+                .default_help = NEUROND_CONFIG_FILE " if present",
+                .help = "INI config file",
+        },
+        {
+                .flag = "allow-root",
+                .kind = SETTINGS_BOOL,
+                FIELD(allow_root),
+                .help = "run even as root (by default neurond refuses to)",
+        },
+        {
+                .flag = "check-config",
+                .kind = SETTINGS_ACTION,
+                .action = SETTINGS_CHECK_CONFIG,
+                .help = "validate settings, auth and TLS files and the backend, then exit",
+        },
+        {
+                .flag = "list-instances",
+                .kind = SETTINGS_ACTION,
+                .action = SETTINGS_LIST_INSTANCES,
+                .help = "print the device model's instance catalog and exit",
+        },
+        {
+                .flag = "help",
+                .short_flag = 'h',
+                .kind = SETTINGS_ACTION,
+                .action = SETTINGS_HELP,
+                .help = "show this help and exit",
+        },
+        {
+                .flag = "version",
+                .short_flag = 'V',
+                .kind = SETTINGS_ACTION,
+                .action = SETTINGS_VERSION,
+                .help = "show the version and exit",
+        },
+};
+
+#define TABLE_SIZE (sizeof(settings_table) / sizeof(settings_table[0]))
+const size_t settings_table_size = TABLE_SIZE;
 
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len) {
         char host[INET6_ADDRSTRLEN + 2];
@@ -36,11 +265,8 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
         memcpy(host, text, host_len);
         host[host_len] = '\0';
 
-        const char *port_text = colon + 1;
-        if (!*port_text || strlen(port_text) > 5 || strspn(port_text, "0123456789") != strlen(port_text))
-                return -EINVAL;
-        long port = strtol(port_text, NULL, 10);
-        if (port > 65535)
+        uint64_t port;
+        if (parse_uint_range(colon + 1, 0, 65535, &port) < 0)
                 return -EINVAL;
 
         if (host[0] == '[') {
@@ -64,138 +290,163 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
         return 0;
 }
 
-static int copy_path(char *dst, size_t size, const char *value) {
-        if (!*value || strlen(value) >= size)
-                return -EINVAL;
-        memcpy(dst, value, strlen(value) + 1);
-        return 0;
-}
-
-/* The HTTP server's keys; -ENOENT when key is not one of them. */
-static int settings_apply_http(struct settings *s, const char *key, const char *value, char *err, size_t errlen) {
+/* The largest unit that writes ms exactly; days only from a week up, as
+ * "48h" reads better than "2d". */
+static void format_duration(uint64_t ms, char *out, size_t size) {
         static const struct {
-                const char *key;
-                size_t offset, size;
-        } paths[] = {
-                { "tls_cert", offsetof(struct settings, tls_cert), sizeof(s->tls_cert) },
-                { "tls_key", offsetof(struct settings, tls_key), sizeof(s->tls_key) },
-                { "basic_auth_users", offsetof(struct settings, basic_auth_users), sizeof(s->basic_auth_users) },
-                { "bearer_token_file", offsetof(struct settings, bearer_token_file), sizeof(s->bearer_token_file) },
-                { "cors_origin", offsetof(struct settings, cors_origin), sizeof(s->cors_origin) },
-        };
-        uint64_t v;
+                const char *unit;
+                uint64_t ms;
+        } units[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 }, { "s", 1000 } };
 
-        for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-                if (strcmp(key, paths[i].key) == 0) {
-                        if (copy_path((char *) s + paths[i].offset, paths[i].size, value) < 0) {
-                                snprintf(err, errlen, "%s: value is empty or too long", key);
-                                return -EINVAL;
-                        }
-                        return 0;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+                if (ms > 0 && ms % units[i].ms == 0 && (units[i].ms < 86400000 || ms >= 7 * units[i].ms)) {
+                        snprintf(out, size, "%" PRIu64 "%s", ms / units[i].ms, units[i].unit);
+                        return;
                 }
-        if (strcmp(key, "healthz_open") == 0) {
-                if (parse_bool(value, &s->healthz_open) < 0) {
-                        snprintf(err, errlen, "healthz_open: '%s' is not true or false", value);
-                        return -EINVAL;
-                }
-        } else if (strcmp(key, "max_connections") == 0) {
-                if (parse_uint_range(value, 16, 65536, &v) < 0) {
-                        snprintf(err, errlen, "max_connections: '%s' is not a number from 16 to 65536", value);
-                        return -EINVAL;
-                }
-                s->max_connections = (unsigned) v;
-        } else if (strcmp(key, "connection_timeout") == 0) {
-                int64_t ms;
-                if (parse_duration_ms(value, &ms) < 0 || ms < 1000 || ms > 3600 * 1000) {
-                        snprintf(err, errlen, "connection_timeout: '%s' is not a duration from 1s to 1h", value);
-                        return -EINVAL;
-                }
-                s->connection_timeout_s = (unsigned) (ms / 1000);
-        } else if (strcmp(key, "max_header_bytes") == 0) {
-                if (parse_uint_range(value, 1024, 1048576, &v) < 0) {
-                        snprintf(err, errlen, "max_header_bytes: '%s' is not a number from 1024 to 1048576", value);
-                        return -EINVAL;
-                }
-                s->max_header_bytes = v;
-        } else {
-                return -ENOENT;
-        }
-        return 0;
+        snprintf(out, size, "%" PRIu64 "ms", ms);
 }
 
-static int parse_retention(const char *key, const char *value, int64_t *ret, char *err, size_t errlen) {
-        if (parse_duration_ms(value, ret) < 0 || *ret <= 0) {
-                snprintf(err, errlen, "%s: '%s' is not a positive duration such as 48h or 30d", key, value);
+static void format_size(uint64_t bytes, char *out, size_t size) {
+        static const char units[] = "TGMK";
+
+        for (int i = 0; units[i]; i++) {
+                uint64_t unit = 1ULL << (10 * (4 - i));
+                if (bytes > 0 && bytes % unit == 0) {
+                        snprintf(out, size, "%" PRIu64 "%c", bytes / unit, units[i]);
+                        return;
+                }
+        }
+        snprintf(out, size, "%" PRIu64, bytes);
+}
+
+/* "100ms to 1h" for a row with a range, "" for one without. */
+static void format_range(const struct settings_item *it, char *out, size_t size) {
+        char min[32], max[32];
+
+        if (it->max == 0) {
+                out[0] = '\0';
+        } else if (it->kind == SETTINGS_DURATION) {
+                format_duration(it->min, min, sizeof(min));
+                format_duration(it->max, max, sizeof(max));
+                snprintf(out, size, "%s to %s", min, max);
+        } else {
+                snprintf(out, size, "%" PRIu64 " to %" PRIu64, it->min, it->max);
+        }
+}
+
+static void *field(const struct settings_item *it, struct settings *s) {
+        return (char *) s + it->offset;
+}
+
+/* Parses text as the row's value into s. Returns 0, or -EINVAL with the
+ * reason (without the key or flag) in why. */
+static int item_parse(const struct settings_item *it, const char *text, struct settings *s, char *why, size_t whylen) {
+        void *p = field(it, s);
+        char range[80];
+        int64_t ms;
+
+        format_range(it, range, sizeof(range));
+        switch (it->kind) {
+        case SETTINGS_TEXT:
+                if (!*text || strlen(text) >= it->size) {
+                        snprintf(why, whylen, "'%s' is empty or longer than %zu bytes", text, it->size - 1);
+                        return -EINVAL;
+                }
+                memcpy(p, text, strlen(text) + 1);
+                break;
+        case SETTINGS_LISTEN: {
+                struct settings_address *a = p;
+                if (strlen(text) >= sizeof(a->text) || settings_parse_listen(text, &a->addr, &a->len) < 0) {
+                        snprintf(why, whylen, "'%s' is not ADDR:PORT or [ADDR]:PORT with a numeric address", text);
+                        return -EINVAL;
+                }
+                memcpy(a->text, text, strlen(text) + 1);
+                break;
+        }
+        case SETTINGS_DURATION:
+                if (parse_duration_ms(text, &ms) < 0 || ms <= 0 ||
+                    (it->max && (ms < (int64_t) it->min || ms > (int64_t) it->max))) {
+                        if (it->max)
+                                snprintf(why, whylen, "'%s' is not a duration from %s, such as 500ms, 10s or 1m", text,
+                                         range);
+                        else
+                                snprintf(why, whylen, "'%s' is not a positive duration such as 48h or 30d", text);
+                        return -EINVAL;
+                }
+                *(int64_t *) p = ms;
+                break;
+        case SETTINGS_UINT:
+                if (parse_uint_range(text, it->min, it->max, p) < 0) {
+                        snprintf(why, whylen, "'%s' is not a number from %s", text, range);
+                        return -EINVAL;
+                }
+                break;
+        case SETTINGS_SIZE:
+                if (parse_size_bytes(text, p) < 0) {
+                        snprintf(why, whylen, "'%s' is not a size such as 512M or 1G", text);
+                        return -EINVAL;
+                }
+                break;
+        case SETTINGS_BOOL:
+                if (parse_bool(text, p) < 0) {
+                        snprintf(why, whylen, "'%s' is not true or false", text);
+                        return -EINVAL;
+                }
+                break;
+        case SETTINGS_LOG_LEVEL:
+                if (log_level_parse(text, p) < 0) {
+                        snprintf(why, whylen, "'%s' is not error, warning, info or debug", text);
+                        return -EINVAL;
+                }
+                break;
+        case SETTINGS_CONFIG:
+        case SETTINGS_ACTION:
+                snprintf(why, whylen, "takes no value");
                 return -EINVAL;
         }
         return 0;
 }
 
-/* Applies one setting by its config-file key; the flags use the same keys. */
-static int settings_apply(struct settings *s, const char *key, const char *value, char *err, size_t errlen) {
-        if (strcmp(key, "listen") == 0) {
-                if (strlen(value) >= sizeof(s->listen) ||
-                    settings_parse_listen(value, &s->listen_addr, &s->listen_addr_len) < 0) {
-                        snprintf(err, errlen, "listen: '%s' is not ADDR:PORT or [ADDR]:PORT with a numeric address",
-                                 value);
-                        return -EINVAL;
+static void settings_defaults(struct settings *s) {
+        const char *state_dir = getenv("STATE_DIRECTORY");
+        char why[256];
+
+        *s = (struct settings){ 0 };
+        for (size_t i = 0; i < TABLE_SIZE; i++) {
+                const struct settings_item *it = &settings_table[i];
+                switch (it->kind) {
+                case SETTINGS_TEXT:
+                case SETTINGS_LISTEN:
+                case SETTINGS_LOG_LEVEL:
+                        /* The table's defaults parse; the unit test checks it. */
+                        if (it->default_text && *it->default_text)
+                                item_parse(it, it->default_text, s, why, sizeof(why));
+                        break;
+                case SETTINGS_DURATION:
+                        *(int64_t *) field(it, s) = (int64_t) it->default_value;
+                        break;
+                case SETTINGS_UINT:
+                case SETTINGS_SIZE:
+                        *(uint64_t *) field(it, s) = it->default_value;
+                        break;
+                case SETTINGS_BOOL:
+                        *(bool *) field(it, s) = it->default_value != 0;
+                        break;
+                case SETTINGS_CONFIG:
+                case SETTINGS_ACTION:
+                        break;
                 }
-                memcpy(s->listen, value, strlen(value) + 1);
-        } else if (strcmp(key, "interval") == 0) {
-                int64_t ms;
-                if (parse_duration_ms(value, &ms) < 0) {
-                        snprintf(err, errlen, "interval: '%s' is not a duration such as 500ms, 10s or 1m", value);
-                        return -EINVAL;
-                }
-                if (ms < SETTINGS_INTERVAL_MIN_MS || ms > SETTINGS_INTERVAL_MAX_MS) {
-                        snprintf(err, errlen, "interval: '%s' is outside 100ms to 1h", value);
-                        return -EINVAL;
-                }
-                s->interval_ms = ms;
-        } else if (strcmp(key, "db") == 0) {
-                if (copy_path(s->db_path, sizeof(s->db_path), value) < 0) {
-                        snprintf(err, errlen, "db: path is empty or too long");
-                        return -EINVAL;
-                }
-        } else if (strcmp(key, "backend") == 0) {
-                if (copy_path(s->backend, sizeof(s->backend), value) < 0) {
-                        snprintf(err, errlen, "backend: spec is empty or too long");
-                        return -EINVAL;
-                }
-        } else if (strcmp(key, "web_root") == 0) {
-                if (copy_path(s->web_root, sizeof(s->web_root), value) < 0) {
-                        snprintf(err, errlen, "web_root: path is empty or too long");
-                        return -EINVAL;
-                }
-        } else if (strcmp(key, "log_level") == 0) {
-                if (log_level_parse(value, &s->log_level) < 0) {
-                        snprintf(err, errlen, "log_level: '%s' is not error, warning, info or debug", value);
-                        return -EINVAL;
-                }
-        } else if (strcmp(key, "admin") == 0) {
-                if (parse_bool(value, &s->admin) < 0) {
-                        snprintf(err, errlen, "admin: '%s' is not true or false", value);
-                        return -EINVAL;
-                }
-        } else if (strcmp(key, "retention_raw") == 0) {
-                return parse_retention(key, value, &s->retention_raw_ms, err, errlen);
-        } else if (strcmp(key, "retention_1m") == 0) {
-                return parse_retention(key, value, &s->retention_minute_ms, err, errlen);
-        } else if (strcmp(key, "retention_1h") == 0) {
-                return parse_retention(key, value, &s->retention_hour_ms, err, errlen);
-        } else if (strcmp(key, "max_db_size") == 0) {
-                if (parse_size_bytes(value, &s->max_db_bytes) < 0) {
-                        snprintf(err, errlen, "max_db_size: '%s' is not a size such as 512M or 1G (0: no cap)", value);
-                        return -EINVAL;
-                }
-        } else {
-                int r = settings_apply_http(s, key, value, err, errlen);
-                if (r == -ENOENT)
-                        snprintf(err, errlen, "unknown setting '%s'", key);
-                if (r < 0)
-                        return -EINVAL;
         }
-        return 0;
+        /* Under systemd's StateDirectory= the database goes where it says. */
+        if (state_dir && *state_dir && strlen(state_dir) < sizeof(s->db_path) - 12)
+                snprintf(s->db_path, sizeof(s->db_path), "%s/neurond.db", state_dir);
+}
+
+static const struct settings_item *find_key(const char *key) {
+        for (size_t i = 0; i < TABLE_SIZE; i++)
+                if (settings_table[i].key && strcmp(settings_table[i].key, key) == 0)
+                        return &settings_table[i];
+        return NULL;
 }
 
 struct ini_state {
@@ -208,17 +459,20 @@ struct ini_state {
  * line's number, which the caller puts in front of the reason. */
 static int on_ini_value(void *user, const char *section, const char *name, const char *value) {
         struct ini_state *st = user;
+        const struct settings_item *it = find_key(name);
+        char why[480];
 
         if (section[0] && strcmp(section, "neurond") != 0) {
                 snprintf(st->why, sizeof(st->why), "unknown section [%s] (expected [neurond])", section);
-                st->error = -EINVAL;
-                return 0;
+        } else if (!it) {
+                snprintf(st->why, sizeof(st->why), "unknown setting '%s'", name);
+        } else if (item_parse(it, value, st->settings, why, sizeof(why)) < 0) {
+                snprintf(st->why, sizeof(st->why), "%s: %s", name, why);
+        } else {
+                return 1;
         }
-        if (settings_apply(st->settings, name, value, st->why, sizeof(st->why)) < 0) {
-                st->error = -EINVAL;
-                return 0;
-        }
-        return 1;
+        st->error = -EINVAL;
+        return 0;
 }
 
 static int load_config_file(struct settings *s, const char *path, char *err, size_t errlen) {
@@ -239,158 +493,91 @@ static int load_config_file(struct settings *s, const char *path, char *err, siz
         return 0;
 }
 
-static void settings_defaults(struct settings *s) {
-        const char *state_dir = getenv("STATE_DIRECTORY");
-
-        *s = (struct settings){
-                .interval_ms = SETTINGS_DEFAULT_INTERVAL_MS,
-                .log_level = LOG_LEVEL_INFO,
-                .retention_raw_ms = 48LL * 3600 * 1000,
-                .retention_minute_ms = 30LL * 24 * 3600 * 1000,
-                .retention_hour_ms = 365LL * 24 * 3600 * 1000,
-                .max_db_bytes = 1ULL << 30,
-        };
-        settings_parse_listen(SETTINGS_DEFAULT_LISTEN, &s->listen_addr, &s->listen_addr_len);
-        snprintf(s->listen, sizeof(s->listen), "%s", SETTINGS_DEFAULT_LISTEN);
-        /* Under systemd's StateDirectory= the database goes where it says. */
-        if (state_dir && *state_dir && strlen(state_dir) < sizeof(s->db_path) - 12)
-                snprintf(s->db_path, sizeof(s->db_path), "%s/neurond.db", state_dir);
-        else
-                snprintf(s->db_path, sizeof(s->db_path), "%s", NEUROND_STATE_DIR "/neurond.db");
-        snprintf(s->backend, sizeof(s->backend), "auto");
-        snprintf(s->web_root, sizeof(s->web_root), "%s", NEUROND_WEB_ROOT);
+static bool takes_value(const struct settings_item *it) {
+        return it->kind != SETTINGS_BOOL && it->kind != SETTINGS_ACTION;
 }
 
-void settings_print_help(const char *argv0) {
-        printf("Usage: %s [OPTION]...\n"
-               "Collect AWS Neuron accelerator telemetry, store it and serve it over HTTP.\n"
-               "\n"
-               "  -l, --listen ADDR:PORT   address to serve HTTP on (default " SETTINGS_DEFAULT_LISTEN ";\n"
-               "                           port 0 picks a free port and logs it)\n"
-               "  -d, --db PATH            SQLite database (default $STATE_DIRECTORY/neurond.db,\n"
-               "                           else " NEUROND_STATE_DIR "/neurond.db)\n"
-               "  -b, --backend SPEC       model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>]\n"
-               "                           sysfs[:<root>] (<root> is where sysfs is mounted,\n"
-               "                           default /sys), or auto (default auto)\n"
-               "  -i, --interval DURATION  time between polls, 100ms to 1h (default 1s)\n"
-               "  -c, --config FILE        INI config file (default " NEUROND_CONFIG_FILE " if present)\n"
-               "  -w, --web-root DIR       dashboard files (default " NEUROND_WEB_ROOT ")\n"
-               "      --log-level LEVEL    error, warning, info or debug (default info)\n"
-               "      --allow-root         run even as root (by default neurond refuses to)\n"
-               "      --check-config       validate settings, auth and TLS files and the backend, then exit\n"
-               "      --list-instances     print the device model's instance catalog and exit\n"
-               "      --enable-admin       serve the model's fault endpoint /api/v1/admin/faults\n"
-               "                           to loopback clients (config: admin = true)\n"
-               "  -h, --help               show this help and exit\n"
-               "  -V, --version            show the version and exit\n"
-               "\n"
-               "Exit status: 0 on success or clean shutdown, 1 on a runtime failure,\n"
-               "2 on invalid flags or configuration.\n",
-               argv0);
+/* The row getopt_long() returned opt for: its short flag, or 256 + its
+ * index for a row with a long flag only. */
+static const struct settings_item *find_option(int opt) {
+        if (opt >= 256)
+                return &settings_table[opt - 256];
+        for (size_t i = 0; i < TABLE_SIZE; i++)
+                if (settings_table[i].short_flag == opt)
+                        return &settings_table[i];
+        return NULL;
 }
 
-/* The long name of the option getopt_long() returned as val. */
-static const char *long_option_name(const struct option *options, int val) {
-        for (; options->name; options++)
-                if (options->val == val)
-                        return options->name;
-        return "?";
-}
-
-int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen) {
-        enum { OPT_CHECK_CONFIG = 256, OPT_LIST_INSTANCES, OPT_LOG_LEVEL, OPT_ENABLE_ADMIN, OPT_ALLOW_ROOT };
-        static const struct option options[] = {
-                { "listen", required_argument, NULL, 'l' },
-                { "db", required_argument, NULL, 'd' },
-                { "backend", required_argument, NULL, 'b' },
-                { "interval", required_argument, NULL, 'i' },
-                { "config", required_argument, NULL, 'c' },
-                { "web-root", required_argument, NULL, 'w' },
-                { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-                { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
-                { "list-instances", no_argument, NULL, OPT_LIST_INSTANCES },
-                { "enable-admin", no_argument, NULL, OPT_ENABLE_ADMIN },
-                { "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
-                {},
-        };
-        /* Flags are collected first and applied after the config file. */
-        struct {
-                const char *flag, *key, *value;
-        } flags[16];
-        size_t n_flags = 0;
-        const char *config_path = NULL;
+/* One pass of getopt_long() over argv. The first pass (s NULL) finds
+ * errors, the action and the config file; the second applies the flags'
+ * values over the config file's. Returns the action, or -EINVAL. */
+static int scan_flags(int argc, char **argv, struct settings *s, const char **ret_config, char *err, size_t errlen) {
+        struct option options[TABLE_SIZE + 1] = { 0 };
+        char optstring[2 * TABLE_SIZE + 2] = ":";
         int action = SETTINGS_RUN;
-        bool allow_root = false;
-        struct settings s;
+        size_t n = 1, n_options = 0;
         int opt;
 
-        settings_defaults(&s);
+        for (size_t i = 0; i < TABLE_SIZE; i++) {
+                const struct settings_item *it = &settings_table[i];
+                if (!it->flag)
+                        continue;
+                options[n_options++] = (struct option){ it->flag, takes_value(it) ? required_argument : no_argument,
+                                                        NULL, it->short_flag ? it->short_flag : 256 + (int) i };
+                if (it->short_flag) {
+                        optstring[n++] = it->short_flag;
+                        if (takes_value(it))
+                                optstring[n++] = ':';
+                }
+        }
+        optstring[n] = '\0';
+
         opterr = 0;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, ":l:d:b:i:c:w:hV", options, NULL)) != -1) {
-                const char *key = NULL;
-                switch (opt) {
-                case 'l':
-                        key = "listen";
-                        break;
-                case 'd':
-                        key = "db";
-                        break;
-                case 'b':
-                        key = "backend";
-                        break;
-                case 'i':
-                        key = "interval";
-                        break;
-                case 'w':
-                        key = "web_root";
-                        break;
-                case OPT_LOG_LEVEL:
-                        key = "log_level";
-                        break;
-                case OPT_ENABLE_ADMIN:
-                        key = "admin";
-                        break;
-                case 'c':
-                        config_path = optarg;
-                        break;
-                case OPT_CHECK_CONFIG:
-                        action = SETTINGS_CHECK_CONFIG;
-                        break;
-                case OPT_LIST_INSTANCES:
-                        action = SETTINGS_LIST_INSTANCES;
-                        break;
-                case OPT_ALLOW_ROOT:
-                        allow_root = true;
-                        break;
-                case 'h':
-                        return SETTINGS_HELP;
-                case 'V':
-                        return SETTINGS_VERSION;
-                case ':':
+        optind = 0; /* glibc: start over, also after a scan that stopped early */
+        while ((opt = getopt_long(argc, argv, optstring, options, NULL)) != -1) {
+                char why[480];
+
+                if (opt == ':') {
                         snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
                         return -EINVAL;
-                default:
+                }
+                const struct settings_item *it = find_option(opt);
+                if (!it) {
                         snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
                         return -EINVAL;
                 }
-                if (key) {
-                        if (n_flags == sizeof(flags) / sizeof(flags[0])) {
-                                snprintf(err, errlen, "too many options");
+                switch (it->kind) {
+                case SETTINGS_ACTION:
+                        /* --help and --version answer whatever follows. */
+                        if (it->action == SETTINGS_HELP || it->action == SETTINGS_VERSION)
+                                return it->action;
+                        action = it->action;
+                        break;
+                case SETTINGS_CONFIG:
+                        *ret_config = optarg;
+                        break;
+                default:
+                        if (s && item_parse(it, takes_value(it) ? optarg : "true", s, why, sizeof(why)) < 0) {
+                                snprintf(err, errlen, "option --%s: %s", it->flag, why);
                                 return -EINVAL;
                         }
-                        flags[n_flags].flag = long_option_name(options, opt);
-                        flags[n_flags].key = key;
-                        flags[n_flags++].value = opt == OPT_ENABLE_ADMIN ? "true" : optarg;
                 }
         }
         if (optind < argc) {
                 snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
                 return -EINVAL;
         }
+        return action;
+}
 
+int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen) {
+        const char *config_path = NULL;
+        struct settings s;
+
+        settings_defaults(&s);
+        int action = scan_flags(argc, argv, NULL, &config_path, err, errlen);
+        if (action < 0 || action == SETTINGS_HELP || action == SETTINGS_VERSION)
+                return action;
         if (config_path) {
                 if (load_config_file(&s, config_path, err, errlen) < 0)
                         return -EINVAL;
@@ -398,20 +585,128 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
                 if (load_config_file(&s, NEUROND_CONFIG_FILE, err, errlen) < 0)
                         return -EINVAL;
         }
-        for (size_t i = 0; i < n_flags; i++) {
-                char why[512];
-                if (settings_apply(&s, flags[i].key, flags[i].value, why, sizeof(why)) < 0) {
-                        /* why starts with the config key ("interval: ..."): name the flag instead. */
-                        const char *reason = strchr(why, ' ');
-                        snprintf(err, errlen, "option --%s: %s", flags[i].flag, reason ? reason + 1 : why);
-                        return -EINVAL;
-                }
-        }
+        if (scan_flags(argc, argv, &s, &config_path, err, errlen) < 0)
+                return -EINVAL;
         if (!s.tls_cert[0] != !s.tls_key[0]) {
                 snprintf(err, errlen, "tls_cert and tls_key must be given together");
                 return -EINVAL;
         }
-        s.allow_root = allow_root;
         *ret = s;
         return action;
+}
+
+static bool item_equal(const struct settings_item *it, const struct settings *a, const struct settings *b) {
+        const void *x = (const char *) a + it->offset, *y = (const char *) b + it->offset;
+
+        switch (it->kind) {
+        case SETTINGS_TEXT:
+                return strcmp(x, y) == 0;
+        case SETTINGS_LISTEN:
+                return strcmp(((const struct settings_address *) x)->text,
+                              ((const struct settings_address *) y)->text) == 0;
+        default:
+                return memcmp(x, y, it->size) == 0;
+        }
+}
+
+void settings_reload(struct settings *running, const struct settings *loaded, char *changed, size_t size) {
+        size_t len = 0;
+
+        changed[0] = '\0';
+        for (size_t i = 0; i < TABLE_SIZE; i++) {
+                const struct settings_item *it = &settings_table[i];
+                if (it->size == 0 || item_equal(it, running, loaded))
+                        continue;
+                if (it->reload) {
+                        memcpy((char *) running + it->offset, (const char *) loaded + it->offset, it->size);
+                } else if (len < size) {
+                        int w = snprintf(changed + len, size - len, "%s%s", len ? ", " : "",
+                                         it->key ? it->key : it->flag);
+                        len += w > 0 ? (size_t) w : 0;
+                }
+        }
+        memcpy(running->config_path, loaded->config_path, sizeof(running->config_path));
+}
+
+/* Prints "left  text", text wrapped to 80 columns at column col. */
+static void print_entry(FILE *out, const char *left, int col, const char *text) {
+        int at = fprintf(out, "%s", left);
+
+        while (*text) {
+                size_t word = strcspn(text, " ");
+                if (at >= col && at + 1 + (int) word > 80) {
+                        fputc('\n', out);
+                        at = 0;
+                }
+                if (at < col) {
+                        at += fprintf(out, "%*s", col - at, "");
+                } else {
+                        fputc(' ', out);
+                        at++;
+                }
+                at += fprintf(out, "%.*s", (int) word, text);
+                text += word;
+                text += strspn(text, " ");
+        }
+        fputc('\n', out);
+}
+
+/* The row's help with its range and default: "time between polls, 100ms
+ * to 1h (default 1s)". */
+static void describe(const struct settings_item *it, char *out, size_t size) {
+        char range[80], def[PATH_MAX + 16] = "";
+
+        format_range(it, range, sizeof(range));
+        if (it->default_help) {
+                snprintf(def, sizeof(def), "%s", it->default_help);
+        } else if (it->default_text) {
+                snprintf(def, sizeof(def), "%s", it->default_text);
+        } else if (it->kind == SETTINGS_DURATION) {
+                format_duration(it->default_value, def, sizeof(def));
+        } else if (it->kind == SETTINGS_SIZE) {
+                format_size(it->default_value, def, sizeof(def));
+        } else if (it->kind == SETTINGS_UINT) {
+                snprintf(def, sizeof(def), "%" PRIu64, it->default_value);
+        } else if (it->kind == SETTINGS_BOOL && !it->flag) { /* a flag of its own is off unless given */
+                snprintf(def, sizeof(def), "%s", it->default_value ? "true" : "false");
+        }
+        snprintf(out, size, "%s%s%s%s%s%s", it->help, range[0] ? ", " : "", range, def[0] ? " (default " : "", def,
+                 def[0] ? ")" : "");
+}
+
+void settings_print_help(FILE *out, const char *argv0) {
+        char left[128], text[PATH_MAX + 512];
+
+        fprintf(out,
+                "Usage: %s [OPTION]...\n"
+                "Collect AWS Neuron accelerator telemetry, store it and serve it over HTTP.\n"
+                "\n",
+                argv0);
+        for (size_t i = 0; i < TABLE_SIZE; i++) {
+                const struct settings_item *it = &settings_table[i];
+                if (!it->flag)
+                        continue;
+                snprintf(left, sizeof(left), "  %c%c%c --%s%s%s", it->short_flag ? '-' : ' ',
+                         it->short_flag ? it->short_flag : ' ', it->short_flag ? ',' : ' ', it->flag,
+                         takes_value(it) ? " " : "", takes_value(it) ? it->arg : "");
+                describe(it, text, sizeof(text));
+                print_entry(out, left, 27, text);
+        }
+        fprintf(out, "\n"
+                     "Config file keys, in an optional [neurond] section; flags override them.\n"
+                     "Keys marked * apply at once on a reload (SIGHUP), the others at the next start.\n");
+        for (size_t i = 0; i < TABLE_SIZE; i++) {
+                const struct settings_item *it = &settings_table[i];
+                if (!it->key)
+                        continue;
+                snprintf(left, sizeof(left), "  %c %s = %s", it->reload ? '*' : ' ', it->key, it->arg);
+                if (it->flag)
+                        snprintf(text, sizeof(text), "as --%s", it->flag);
+                else
+                        describe(it, text, sizeof(text));
+                print_entry(out, left, 35, text);
+        }
+        fprintf(out, "\n"
+                     "Exit status: 0 on success or clean shutdown, 1 on a runtime failure,\n"
+                     "2 on invalid flags or configuration.\n");
 }

@@ -63,10 +63,10 @@ static const char *const rollup_merge_sql[2] = {
 
 void store_options_init(struct store_options *o) {
         *o = (struct store_options){
-                .raw_retention_ms = 48LL * 3600 * 1000,
-                .minute_retention_ms = 30LL * 24 * 3600 * 1000,
-                .hour_retention_ms = 365LL * 24 * 3600 * 1000,
-                .size_cap_bytes = 1ULL << 30,
+                .raw_retention_ms = STORE_DEFAULT_RAW_RETENTION_MS,
+                .minute_retention_ms = STORE_DEFAULT_MINUTE_RETENTION_MS,
+                .hour_retention_ms = STORE_DEFAULT_HOUR_RETENTION_MS,
+                .size_cap_bytes = STORE_DEFAULT_SIZE_CAP_BYTES,
                 .chunk_ms = 5 * STORE_MINUTE_MS,
         };
 }

@@ -26,6 +26,12 @@
 
 #define STORE_SCHEMA_VERSION 2
 
+/* The defaults of store_options; the daemon's settings start from them too. */
+#define STORE_DEFAULT_RAW_RETENTION_MS (48LL * 3600 * 1000)
+#define STORE_DEFAULT_MINUTE_RETENTION_MS (30LL * 24 * 3600 * 1000)
+#define STORE_DEFAULT_HOUR_RETENTION_MS (365LL * 24 * 3600 * 1000)
+#define STORE_DEFAULT_SIZE_CAP_BYTES (1ULL << 30)
+
 struct store;
 
 struct store_options {

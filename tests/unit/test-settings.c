@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon/settings.h"
+#include "storage/store.h"
 
 static void settings_parse_listen__ipv4_and_ipv6__parsed(void **state) {
         struct sockaddr_storage ss;
@@ -78,7 +79,7 @@ static void settings_load__flags__override_config(void **state) {
 
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
         assert_int_equal(s.interval_ms, 500);
-        assert_string_equal(s.listen, "127.0.0.1:1234");
+        assert_string_equal(s.listen.text, "127.0.0.1:1234");
         assert_string_equal(s.db_path, "/tmp/from-config.db");
         assert_string_equal(s.backend, "model:trn1.2xlarge");
         assert_string_equal(s.config_path, path);
@@ -93,7 +94,7 @@ static void settings_load__defaults__documented_values(void **state) {
         unsetenv("STATE_DIRECTORY");
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
         assert_int_equal(s.interval_ms, 1000);
-        assert_string_equal(s.listen, "127.0.0.1:9710");
+        assert_string_equal(s.listen.text, "127.0.0.1:9710");
         assert_string_equal(s.backend, "auto");
         setenv("STATE_DIRECTORY", "/var/lib/x", 1);
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
@@ -124,6 +125,20 @@ static void expect_error(char **argv, const char *needle) {
         assert_null(strchr(err, '\n'));
 }
 
+/* Config file texts that each fail with a message containing needle. */
+struct config_case {
+        const char *text, *needle;
+};
+
+static void expect_config_errors(const struct config_case *cases, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                char *path = write_config(cases[i].text);
+                char *argv[] = { "neurond", "-c", path, NULL };
+                expect_error(argv, cases[i].needle);
+                unlink(path);
+        }
+}
+
 static void settings_load__bad_input__one_line_error(void **state) {
         char *unknown[] = { "neurond", "--frobnicate", NULL };
         char *no_value[] = { "neurond", "--interval", NULL };
@@ -145,20 +160,13 @@ static void settings_load__bad_input__one_line_error(void **state) {
 }
 
 static void settings_load__bad_config__names_file_and_line(void **state) {
-        struct {
-                const char *text, *needle;
-        } cases[] = {
+        static const struct config_case cases[] = {
                 { "[neurond]\ninterval = 1s\nbogus = 1\n", ":3: unknown setting 'bogus'" },
                 { "[other]\nlisten = 127.0.0.1:1\n", ":2: unknown section [other]" },
                 { "interval = soon\n", ":1: interval: 'soon'" },
                 { "[neurond]\nthis is not ini\n", ":2: not a valid INI line" },
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                char *path = write_config(cases[i].text);
-                char *argv[] = { "neurond", "-c", path, NULL };
-                expect_error(argv, cases[i].needle);
-                unlink(path);
-        }
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void settings_load__http_keys__parsed_and_checked(void **state) {
@@ -184,13 +192,11 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
         assert_true(s.healthz_open);
         assert_string_equal(s.cors_origin, "https://grafana.example");
         assert_int_equal(s.max_connections, 100);
-        assert_int_equal(s.connection_timeout_s, 60);
+        assert_int_equal(s.connection_timeout_ms, 60000);
         assert_int_equal(s.max_header_bytes, 4096);
         unlink(path);
 
-        struct {
-                const char *text, *needle;
-        } cases[] = {
+        static const struct config_case cases[] = {
                 { "tls_cert = /a.pem\n", "tls_cert and tls_key must be given together" },
                 { "tls_key = /a.pem\n", "tls_cert and tls_key must be given together" },
                 { "healthz_open = maybe\n", ":1: healthz_open: 'maybe'" },
@@ -199,12 +205,143 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
                 { "connection_timeout = 500ms\n", ":1: connection_timeout: '500ms'" },
                 { "max_header_bytes = 99999999\n", ":1: max_header_bytes: '99999999'" },
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                path = write_config(cases[i].text);
-                char *bad[] = { "neurond", "-c", path, NULL };
-                expect_error(bad, cases[i].needle);
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* Every row is usable: one name per key and flag, a value where it is
+ * stored, a default that parses and fits the row's range, a line of help. */
+static void settings_table__rows__well_formed(void **state) {
+        for (size_t i = 0; i < settings_table_size; i++) {
+                const struct settings_item *it = &settings_table[i];
+                const char *name = it->key ? it->key : it->flag;
+
+                assert_non_null(name);
+                assert_non_null(it->help);
+                assert_true(strlen(it->help) > 0);
+                for (size_t j = 0; j < i; j++) {
+                        const struct settings_item *other = &settings_table[j];
+                        if (it->key && other->key && strcmp(it->key, other->key) == 0)
+                                fail_msg("key '%s' declared twice", it->key);
+                        if (it->flag && other->flag && strcmp(it->flag, other->flag) == 0)
+                                fail_msg("flag '--%s' declared twice", it->flag);
+                        if (it->short_flag && it->short_flag == other->short_flag)
+                                fail_msg("short flag '-%c' declared twice", it->short_flag);
+                }
+                if (it->kind == SETTINGS_ACTION || it->kind == SETTINGS_CONFIG) {
+                        assert_null(it->key);
+                        assert_int_equal(it->size, 0);
+                        continue;
+                }
+                assert_true(it->size > 0);
+                assert_true(it->offset + it->size <= sizeof(struct settings));
+                if (it->key)
+                        assert_non_null(it->arg);
+                if (it->max)
+                        assert_true(it->min <= it->default_value && it->default_value <= it->max);
+                if (!it->key || !it->default_text || !*it->default_text)
+                        continue;
+                /* A text default means what the same text in the config file means. */
+                char text[512];
+                snprintf(text, sizeof(text), "%s = %s\n", it->key, it->default_text);
+                char *path = write_config(text);
+                char *argv[] = { "neurond", "--config", path, NULL };
+                struct settings s;
+                char err[512] = "";
+                if (load(argv, &s, err, sizeof(err)) != SETTINGS_RUN)
+                        fail_msg("the default of %s does not parse: %s", it->key, err);
                 unlink(path);
         }
+}
+
+/* One boolean parser for every boolean key and flag. */
+static void settings_load__booleans__same_words_everywhere(void **state) {
+        char *path = write_config("admin = yes\nhealthz_open = on\n");
+        char *argv[] = { "neurond", "--config", path, NULL };
+        struct settings s;
+        char err[256];
+
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_true(s.admin);
+        assert_true(s.healthz_open);
+        unlink(path);
+        path = write_config("admin = 0\nhealthz_open = no\n");
+        char *off[] = { "neurond", "--config", path, NULL };
+        assert_int_equal(load(off, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_false(s.admin);
+        assert_false(s.healthz_open);
+        unlink(path);
+        char *allow_root[] = { "neurond", "--allow-root", NULL };
+        assert_int_equal(load(allow_root, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_true(s.allow_root);
+}
+
+static void settings_load__storage_keys__parsed_with_store_defaults(void **state) {
+        char *argv[] = { "neurond", NULL };
+        struct settings s;
+        char err[256];
+
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(s.retention_raw_ms, STORE_DEFAULT_RAW_RETENTION_MS);
+        assert_int_equal(s.retention_minute_ms, STORE_DEFAULT_MINUTE_RETENTION_MS);
+        assert_int_equal(s.retention_hour_ms, STORE_DEFAULT_HOUR_RETENTION_MS);
+        assert_int_equal(s.max_db_bytes, STORE_DEFAULT_SIZE_CAP_BYTES);
+
+        char *path = write_config("retention_raw = 7d\nretention_1m = 1w\nretention_1h = 3650d\nmax_db_size = 0\n");
+        char *with[] = { "neurond", "--config", path, NULL };
+        assert_int_equal(load(with, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(s.retention_raw_ms, 7LL * 86400 * 1000);
+        assert_int_equal(s.retention_minute_ms, 7LL * 86400 * 1000);
+        assert_int_equal(s.retention_hour_ms, 3650LL * 86400 * 1000);
+        assert_int_equal(s.max_db_bytes, 0);
+        unlink(path);
+
+        static const struct config_case cases[] = {
+                { "retention_raw = 0s\n", ":1: retention_raw: '0s' is not a positive duration" },
+                { "retention_1h = forever\n", ":1: retention_1h: 'forever'" },
+                { "max_db_size = 1X\n", ":1: max_db_size: '1X' is not a size" },
+        };
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* A reload takes interval and log_level and names the rest. */
+static void settings_reload__reloadable_taken__others_named(void **state) {
+        char *path = write_config("interval = 5s\nlog_level = debug\nlisten = 127.0.0.1:1\nretention_raw = 1d\n");
+        char *plain[] = { "neurond", NULL };
+        char *changed[] = { "neurond", "--config", path, NULL };
+        struct settings running, loaded;
+        char err[256], waiting[256];
+
+        assert_int_equal(load(plain, &running, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(load(changed, &loaded, err, sizeof(err)), SETTINGS_RUN);
+        settings_reload(&running, &loaded, waiting, sizeof(waiting));
+        assert_int_equal(running.interval_ms, 5000);
+        assert_int_equal(running.log_level, LOG_LEVEL_DEBUG);
+        assert_string_equal(running.listen.text, "127.0.0.1:9710");
+        assert_int_equal(running.retention_raw_ms, STORE_DEFAULT_RAW_RETENTION_MS);
+        assert_string_equal(waiting, "listen, retention_raw");
+        assert_string_equal(running.config_path, path);
+
+        settings_reload(&running, &running, waiting, sizeof(waiting));
+        assert_string_equal(waiting, "");
+        unlink(path);
+}
+
+/* --help gives each value's range and default from the table. */
+static void settings_print_help__ranges_and_defaults__shown(void **state) {
+        char *help = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&help, &size);
+
+        assert_non_null(out);
+        settings_print_help(out, "neurond");
+        fclose(out);
+        assert_non_null(strstr(help, "  -i, --interval DURATION  time between polls, 100ms to 1h (default 1s)\n"));
+        assert_non_null(strstr(help, "  * interval = DURATION"));
+        assert_non_null(strstr(help, "how long raw samples are kept (default 48h)"));
+        assert_non_null(strstr(help, "365d)"));
+        assert_non_null(strstr(help, "(default 1G)"));
+        assert_non_null(strstr(help, "1s to 1h (default 10s)"));
+        free(help);
 }
 
 int main(void) {
@@ -217,6 +354,11 @@ int main(void) {
                 cmocka_unit_test(settings_load__bad_input__one_line_error),
                 cmocka_unit_test(settings_load__bad_config__names_file_and_line),
                 cmocka_unit_test(settings_load__http_keys__parsed_and_checked),
+                cmocka_unit_test(settings_table__rows__well_formed),
+                cmocka_unit_test(settings_load__booleans__same_words_everywhere),
+                cmocka_unit_test(settings_load__storage_keys__parsed_with_store_defaults),
+                cmocka_unit_test(settings_reload__reloadable_taken__others_named),
+                cmocka_unit_test(settings_print_help__ranges_and_defaults__shown),
         };
         return cmocka_run_group_tests_name("settings", tests, NULL, NULL);
 }
