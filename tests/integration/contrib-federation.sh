@@ -8,7 +8,7 @@
 # The daemons run with a 1 h interval: after their start-up tick the values
 # stay put, so every scrape sees the same figures and the comparison does not
 # depend on tick timing.
-. "$top_srcdir/tests/integration/service-lib.sh"
+. "$(dirname "$0")/lib.sh"
 need prometheus
 need curl
 need python3
@@ -18,38 +18,33 @@ set -- $("$NEUROND" --list-instances | awk 'NR > 1 { print $1 }')
 [ $# -ge 1 ] || fail "empty instance catalog"
 m1=$1 m2=${2:-$1} m3=${3:-$1}
 [ "$m3" = "$m1" ] && [ $# -ge 2 ] && m3=$2
-mkdir -p "$TMP/prom/targets"
+mkdir -p "$TEST_TMP/prom/targets"
 targets=
 n=0
 for spec in "$m1,seed=11" "$m2,seed=22" "$m3,seed=33"; do
         n=$((n + 1))
-        start_neurond "d$n" --interval 1h --backend "model:$spec"
-        eval "port$n=$PORT pid$n=$PID"
+        start_daemon "d$n" --interval 1h --backend "model:$spec"
         targets="$targets \"127.0.0.1:$PORT\","
 done
 for i in 1 2 3; do
-        eval "p=\$port$i"
-        j=0
-        until fetch "http://127.0.0.1:$p/healthz" | grep -q '"tick":[1-9]'; do
-                j=$((j + 1)); [ $j -lt 100 ] || fail "daemon $i did not tick"; sleep 0.1
-        done
-        fetch "http://127.0.0.1:$p/metrics" >"$TMP/metrics$i.txt"
+        URL=http://127.0.0.1:$(daemon_port "d$i")
+        wait_until tick_at_least 1 || fail "daemon $i did not tick"
+        http /metrics --fail >"$TEST_TMP/metrics$i.txt"
 done
 
 # The shipped configuration, with test intervals, our targets and rules.
 cp "$top_srcdir/contrib/prometheus/prometheus.yml" "$top_srcdir/contrib/prometheus/neurond-recording.yml" \
-        "$top_srcdir/contrib/prometheus/neurond-alerts.yml" "$TMP/prom/"
+        "$top_srcdir/contrib/prometheus/neurond-alerts.yml" "$TEST_TMP/prom/"
 sed -i -e 's/scrape_interval: 15s/scrape_interval: 1s/' -e 's/evaluation_interval: 15s/evaluation_interval: 1s/' \
         -e 's/scrape_timeout: 10s/scrape_timeout: 1s/' -e 's/refresh_interval: 1m/refresh_interval: 1s/' \
-        "$TMP/prom/prometheus.yml"
-! grep -Eq '(interval|timeout): *[0-9]*[mh]|(interval|timeout): *[0-9]{2,}s' "$TMP/prom/prometheus.yml" ||
+        "$TEST_TMP/prom/prometheus.yml"
+! grep -Eq '(interval|timeout): *[0-9]*[mh]|(interval|timeout): *[0-9]{2,}s' "$TEST_TMP/prom/prometheus.yml" ||
         fail "contrib/prometheus/prometheus.yml changed its intervals; adjust this test's substitutions"
-echo "- targets: [${targets%,} ]" >"$TMP/prom/targets/test.yml"
+echo "- targets: [${targets%,} ]" >"$TEST_TMP/prom/targets/test.yml"
 pport=$(free_port)
-prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-        --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$TMP/prom.log" 2>&1 &
-ppid=$!
-PIDS="$PIDS $ppid"
+start_helper prometheus --config.file="$TEST_TMP/prom/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
+        --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$TEST_TMP/prom.log" 2>&1
+ppid=$HELPER_PID
 api=http://127.0.0.1:$pport/api/v1
 
 # query EXPR: prints "value" of a single-sample instant vector, or "count:N"
@@ -64,35 +59,34 @@ except Exception:
 for s in r:
     print(s["metric"].get("instance", "-"), s["value"][1])'
 }
-# wait_query EXPR WANT: waits up to 60 s until EXPR yields the single value WANT.
+# query_is EXPR WANT: EXPR yields the single value WANT.
+query_is() {
+        [ "$(query "$1" | awk '{ print $2 }')" = "$2" ]
+}
+# wait_query EXPR WANT: waits until query_is EXPR WANT.
 wait_query() {
-        j=0
-        while [ "$(query "$1" | awk '{ print $2 }')" != "$2" ]; do
-                j=$((j + 1))
-                [ $j -le 300 ] || { cat "$TMP/prom.log" >&2; fail "Prometheus: '$1' never became $2 (now: $(query "$1"))"; }
-                sleep 0.2
-        done
+        wait_until 60 query_is "$1" "$2" ||
+                { cat "$TEST_TMP/prom.log" >&2; fail "Prometheus: '$1' never became $2 (now: $(query "$1"))"; }
 }
 
-cores=$(cat "$TMP"/metrics?.txt | grep -c '^neuroncore_utilization_ratio{')
+cores=$(cat "$TEST_TMP"/metrics?.txt | grep -c '^neuroncore_utilization_ratio{')
 wait_query 'count(up{job="neurond"} == 1)' 3
 wait_query 'count(neuroncore_utilization_ratio)' "$cores"
 wait_query 'count(instance:neuroncore_utilization_ratio:sum)' 3
 
 # The daemons' own figures, per instance and in total.
 for i in 1 2 3; do
-        eval "p=\$port$i"
-        awk -v inst="127.0.0.1:$p" '/^neuroncore_utilization_ratio\{/ { s += $2 } END { printf "%s %.15g\n", inst, s }' \
-                "$TMP/metrics$i.txt"
-done | sort >"$TMP/own.txt"
-awk '{ s += $2 } END { printf "%.15g\n", s }' "$TMP/own.txt" >"$TMP/own-total.txt"
+        awk -v inst="127.0.0.1:$(daemon_port "d$i")" '/^neuroncore_utilization_ratio\{/ { s += $2 } END { printf "%s %.15g\n", inst, s }' \
+                "$TEST_TMP/metrics$i.txt"
+done | sort >"$TEST_TMP/own.txt"
+awk '{ s += $2 } END { printf "%.15g\n", s }' "$TEST_TMP/own.txt" >"$TEST_TMP/own-total.txt"
 
-query 'sum(neuroncore_utilization_ratio)' | awk '{ print $2 }' >"$TMP/prom-total.txt"
-query 'instance:neuroncore_utilization_ratio:sum' | sort >"$TMP/prom.txt"
-echo "daemons:"; cat "$TMP/own.txt"; echo "total $(cat "$TMP/own-total.txt")"
-echo "prometheus:"; cat "$TMP/prom.txt"; echo "total $(cat "$TMP/prom-total.txt")"
+query 'sum(neuroncore_utilization_ratio)' | awk '{ print $2 }' >"$TEST_TMP/prom-total.txt"
+query 'instance:neuroncore_utilization_ratio:sum' | sort >"$TEST_TMP/prom.txt"
+echo "daemons:"; cat "$TEST_TMP/own.txt"; echo "total $(cat "$TEST_TMP/own-total.txt")"
+echo "prometheus:"; cat "$TEST_TMP/prom.txt"; echo "total $(cat "$TEST_TMP/prom-total.txt")"
 
-python3 - "$TMP/own.txt" "$TMP/prom.txt" "$TMP/own-total.txt" "$TMP/prom-total.txt" <<'PY' || fail "Prometheus's sums differ from the daemons'"
+python3 - "$TEST_TMP/own.txt" "$TEST_TMP/prom.txt" "$TEST_TMP/own-total.txt" "$TEST_TMP/prom-total.txt" <<'PY' || fail "Prometheus's sums differ from the daemons'"
 import sys
 def table(path):
     return {l.split()[0]: float(l.split()[1]) for l in open(path) if l.strip()}
@@ -104,7 +98,7 @@ ok = own.keys() == prom.keys() and all(close(own[k], prom[k]) for k in own) and 
 sys.exit(0 if ok else 1)
 PY
 
-kill -TERM "$ppid"; wait "$ppid" || fail "Prometheus did not stop cleanly"
-PIDS=$(echo "$PIDS" | sed "s/ $ppid//")
-for i in 1 2 3; do eval "stop_neurond \$pid$i"; done
+kill -TERM "$ppid"
+wait_helper "$ppid" || fail "Prometheus did not stop cleanly"
+for i in 1 2 3; do stop_daemon "d$i"; done
 echo "Prometheus summed $cores cores over 3 daemons ($m1, $m2, $m3) to the daemons' own figures"

@@ -3,11 +3,11 @@
 # its sysfs backend looks, sets resource limits, probes /healthz on the port
 # the Service and the ServiceMonitor name, and passes flags that neurond
 # accepts.
-. "$top_srcdir/tests/integration/service-lib.sh"
+. "$(dirname "$0")/lib.sh"
 need python3
 python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is not installed"
 
-python3 - "$top_srcdir/contrib/kubernetes/neurond.yaml" >"$TMP/args" <<'PY' || fail "neurond.yaml is inconsistent"
+python3 - "$top_srcdir/contrib/kubernetes/neurond.yaml" >"$TEST_TMP/args" <<'PY' || fail "neurond.yaml is inconsistent"
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
 def check(cond, what):
@@ -46,6 +46,6 @@ PY
 # The flags must be ones neurond accepts (the backend swapped for the model,
 # as /host/sys is not here).
 # shellcheck disable=SC2046
-"$NEUROND" --check-config $(cat "$TMP/args") --backend model:trn1.2xlarge --db "$TMP/k.db" >/dev/null ||
-        fail "neurond rejects the DaemonSet's flags: $(cat "$TMP/args" | tr '\n' ' ')"
+"$NEUROND" --check-config $(cat "$TEST_TMP/args") --backend model:trn1.2xlarge --db "$TEST_TMP/k.db" >/dev/null ||
+        fail "neurond rejects the DaemonSet's flags: $(cat "$TEST_TMP/args" | tr '\n' ' ')"
 echo "neurond.yaml: DaemonSet, Service and ServiceMonitor agree"

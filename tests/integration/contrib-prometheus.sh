@@ -2,7 +2,7 @@
 # contrib/prometheus: the scrape configuration and the rules pass promtool's
 # checks, the rule unit tests pass, and every alert has unit tests that
 # expect it both silent and firing.
-. "$top_srcdir/tests/integration/service-lib.sh"
+. "$(dirname "$0")/lib.sh"
 need promtool
 
 dir=$top_srcdir/contrib/prometheus

@@ -9,7 +9,7 @@ sleep 1
 
 # expect PATH STATUS PATTERN: GET PATH answers STATUS with a body matching PATTERN.
 expect() {
-  code=$(curl -sS --max-time 10 -o "$TEST_TMP/body" -w '%{http_code}' "http://127.0.0.1:$PORT$1")
+  code=$(curl -sS --max-time 10 -o "$TEST_TMP/body" -w '%{http_code}' "$URL$1")
   [ "$code" = "$2" ] || fail "$1: status $code, expected $2: $(cat "$TEST_TMP/body")"
   grep -q -- "$3" "$TEST_TMP/body" || fail "$1: body does not match '$3': $(cat "$TEST_TMP/body")"
 }
@@ -62,7 +62,7 @@ expect "/api/v1/devices?x=1" 400 "parameter 'x'"
 grep -q '^{"status":"error","errorType":"bad_data","error":"' "$TEST_TMP/body" || fail "error shape: $(cat "$TEST_TMP/body")"
 
 # CORS is off by default...
-curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "http://127.0.0.1:$PORT/api/v1/status"
+curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "$URL/api/v1/status"
 ! grep -qi '^access-control-allow-origin' "$TEST_TMP/h" || fail "CORS header sent by default"
 [ "$(http_status /api/v1/status -X OPTIONS)" = 405 ] || fail "OPTIONS without CORS is not 405"
 stop_daemon
@@ -70,7 +70,7 @@ stop_daemon
 # ...and on when configured, preflight included.
 printf '[neurond]\ncors_origin = https://grafana.example\n' >"$TEST_TMP/cors.conf"
 start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/cors.conf"
-curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "http://127.0.0.1:$PORT/api/v1/status"
+curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "$URL/api/v1/status"
 grep -qi '^access-control-allow-origin: https://grafana.example' "$TEST_TMP/h" || fail "no CORS header: $(cat "$TEST_TMP/h")"
 [ "$(http_status /api/v1/status -X OPTIONS -H 'Origin: https://grafana.example')" = 204 ] || fail "preflight"
 stop_daemon

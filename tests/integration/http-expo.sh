@@ -9,14 +9,13 @@ PYTHON=/usr/bin/python3
 [ -x "$PYTHON" ] && "$PYTHON" -c 'import prometheus_client' 2>/dev/null || skip "python3-prometheus-client is not installed"
 
 start_daemon --backend model:trn1.32xlarge,seed=3 --interval 200ms
-base="http://127.0.0.1:$PORT"
 PROM_ACCEPT='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 
 # content_type PATH [CURL-ARGS...]: the Content-Type of a GET, body to $TEST_TMP/body.
 content_type() {
   path=$1
   shift
-  curl -sS --max-time 10 -o "$TEST_TMP/body" -w '%{content_type}' "$@" "$base$path"
+  curl -sS --max-time 10 -o "$TEST_TMP/body" -w '%{content_type}' "$@" "$URL$path"
 }
 
 # Text format by default and for text/plain.
@@ -64,17 +63,17 @@ print(len(text), len(om))
 PY
 
 # gzip when accepted, identical once decompressed; identity otherwise.
-enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -o "$TEST_TMP/gz" -w '%header{content-encoding}' "$base/metrics")
+enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -o "$TEST_TMP/gz" -w '%header{content-encoding}' "$URL/metrics")
 [ "$enc" = "gzip" ] || fail "no gzip for Accept-Encoding: gzip (got '$enc')"
 gzip -t "$TEST_TMP/gz" || fail "the gzip body is not valid gzip"
 gunzip -c "$TEST_TMP/gz" | grep -q '^neuroncore_utilization_ratio{' || fail "gzip body lacks the metrics"
 # The series and neurond's own metrics travel as two gzip members: one stream.
-curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -H "Accept: $PROM_ACCEPT" -o "$TEST_TMP/omgz" "$base/metrics"
+curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -H "Accept: $PROM_ACCEPT" -o "$TEST_TMP/omgz" "$URL/metrics"
 [ "$(gunzip -c "$TEST_TMP/omgz" | tail -n 1)" = "# EOF" ] || fail "gzip OpenMetrics does not end with # EOF"
 gunzip -c "$TEST_TMP/omgz" | grep -q '^neuroncore_utilization_ratio{' || fail "gzip OpenMetrics lacks the series"
 "$PYTHON" -c 'import gzip, sys; from prometheus_client.openmetrics.parser import text_string_to_metric_families as p
 list(p(gzip.decompress(open(sys.argv[1], "rb").read()).decode()))' "$TEST_TMP/omgz" || fail "gzip OpenMetrics does not parse"
-enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip;q=0, identity' -o /dev/null -w '%header{content-encoding}' "$base/metrics")
+enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip;q=0, identity' -o /dev/null -w '%header{content-encoding}' "$URL/metrics")
 [ -z "$enc" ] || fail "gzip sent although refused"
 
 # Self metrics move: requests are counted by code.
@@ -93,7 +92,7 @@ done
 [ "$(content_type /style.css)" = "text/css; charset=utf-8" ] || fail "style.css MIME type"
 [ "$(content_type /api/v1/nope)" = "application/json" ] || fail "API 404 is not JSON"
 # HEAD has the headers and no body; other methods get 405 with Allow.
-[ "$(curl -sS --max-time 10 -I -o /dev/null -w '%{http_code}' "$base/metrics")" = 200 ] || fail "HEAD /metrics"
+[ "$(curl -sS --max-time 10 -I -o /dev/null -w '%{http_code}' "$URL/metrics")" = 200 ] || fail "HEAD /metrics"
 [ "$(http_status /metrics -X POST)" = 405 ] || fail "POST /metrics is not 405"
 
 stop_daemon
@@ -101,7 +100,6 @@ stop_daemon
 # A device that is down: its series are absent in both formats, not NaN or 0,
 # and both parsers still accept the pages.
 start_daemon --backend model:trn1.32xlarge,seed=3,fault=device_down:3 --interval 200ms
-base="http://127.0.0.1:$PORT"
 sleep 1.5
 content_type /metrics >/dev/null
 cp "$TEST_TMP/body" "$TEST_TMP/down-text"

@@ -8,26 +8,18 @@ need openssl
 need prometheus
 PYTHON=/usr/bin/python3
 [ -x "$PYTHON" ] || skip "python3 is not installed"
-PROM_PID=
-trap 'if [ -n "$PROM_PID" ]; then kill -KILL "$PROM_PID" 2>/dev/null || true; fi; cleanup' EXIT
-
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
-  -keyout "$TEST_TMP/key.pem" -out "$TEST_TMP/cert.pem" >"$TEST_TMP/openssl.log" 2>&1 ||
-  fail "openssl: $(cat "$TEST_TMP/openssl.log")"
-hash=$("$PYTHON" -W ignore -c 'import crypt; print(crypt.crypt("scrape-pw", crypt.mksalt(crypt.METHOD_BLOWFISH)))') ||
-  skip "python3 has no crypt module"
-printf 'prometheus:%s\n' "$hash" >"$TEST_TMP/users"
+make_tls_cert
+make_users_file "$TEST_TMP/users" prometheus scrape-pw
 printf 'scrape-pw\n' >"$TEST_TMP/password"
 cat >"$TEST_TMP/neurond.conf" <<CONF
 [neurond]
-tls_cert = $TEST_TMP/cert.pem
-tls_key = $TEST_TMP/key.pem
+tls_cert = $TLS_CERT
+tls_key = $TLS_KEY
 basic_auth_users = $TEST_TMP/users
 CONF
 start_daemon --backend model:trn1.32xlarge,seed=9 --config "$TEST_TMP/neurond.conf"
 
-prom_port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+prom_port=$(free_port)
 cat >"$TEST_TMP/prometheus.yml" <<YML
 global:
   scrape_interval: 1s
@@ -36,16 +28,16 @@ scrape_configs:
   - job_name: neurond
     scheme: https
     tls_config:
-      ca_file: $TEST_TMP/cert.pem
+      ca_file: $TLS_CERT
     basic_auth:
       username: prometheus
       password_file: $TEST_TMP/password
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
-prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1 &
-PROM_PID=$!
+start_helper prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1
+PROM_PID=$HELPER_PID
 prom="http://127.0.0.1:$prom_port"
 
 # query EXPR: the first result's value, or empty.
@@ -68,7 +60,6 @@ scrapes=$(query 'count_over_time(up{job="neurond"}[40s])')
 dma=$(query 'count(neuron_device_dma_bytes_total{job="neurond"})')
 [ -n "$dma" ] && [ "$dma" -gt 0 ] || fail "no neuron_device_dma_bytes_total in Prometheus"
 kill -TERM "$PROM_PID"
-wait "$PROM_PID" || true
-PROM_PID=
+wait_helper "$PROM_PID" || true
 stop_daemon
 echo "PASS: up=1, $cores cores, $scrapes scrapes in 40 s"

@@ -5,8 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 need curl
 need openssl
-PYTHON=/usr/bin/python3
-[ -x "$PYTHON" ] || skip "python3 is not installed"
 
 # --- Static files: traversal refused in every spelling; ETag and headers.
 mkdir -p "$TEST_TMP/root/sub" "$TEST_TMP/outside"
@@ -15,25 +13,16 @@ echo secret >"$TEST_TMP/outside/secret.txt"
 echo inside >"$TEST_TMP/root/sub/ok.txt"
 ln -s "$TEST_TMP/outside/secret.txt" "$TEST_TMP/root/link.txt"
 ln -s "$TEST_TMP/outside" "$TEST_TMP/root/linkdir"
-NEUROND_ROOT="$TEST_TMP/root"
-"$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$NEUROND_ROOT" --db "$TEST_TMP/neurond.db" \
-  --backend model:trn1.2xlarge >"$TEST_TMP/daemon.log" 2>&1 &
-DAEMON_PID=$!
-i=0
-while ! PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$TEST_TMP/daemon.log" | grep .); do
-  [ $i -lt $((100 * SLOW)) ] || fail "no port"
-  sleep 0.1
-  i=$((i + 1))
-done
+start_daemon --web-root "$TEST_TMP/root" --backend model:trn1.2xlarge
 [ "$(http /sub/ok.txt)" = inside ] || fail "a file in a subdirectory is not served"
 for path in /../outside/secret.txt /sub/../../outside/secret.txt /%2e%2e/outside/secret.txt \
   /sub/%2E%2E/%2e%2e/outside/secret.txt /..%2foutside/secret.txt /link.txt /linkdir/secret.txt \
   '/sub/..\..\outside/secret.txt' /.hidden //etc/passwd; do
   code=$(http_status "$path" --path-as-is)
   [ "$code" = 404 ] || fail "$path answered $code"
-  curl -sS --max-time 10 --path-as-is "http://127.0.0.1:$PORT$path" | grep -qx secret && fail "$path leaked the file"
+  curl -sS --max-time 10 --path-as-is "$URL$path" | grep -qx secret && fail "$path leaked the file"
 done
-curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "http://127.0.0.1:$PORT/app.js"
+curl -sS --max-time 10 -D "$TEST_TMP/h" -o /dev/null "$URL/app.js"
 etag=$(sed -n 's/^[Ee][Tt]ag: \(.*\)\r$/\1/p' "$TEST_TMP/h")
 [ -n "$etag" ] || fail "no ETag on a static file"
 grep -qi '^cache-control: no-cache' "$TEST_TMP/h" || fail "static Cache-Control"
@@ -49,57 +38,52 @@ limit() {
 }
 long=$(head -c 20000 /dev/zero | tr '\0' a)
 mid=$(head -c 5000 /dev/zero | tr '\0' a)
-[ "$(limit "http://127.0.0.1:$PORT/api/v1/latest?q=$mid")" = "414 application/json" ] || fail "a 5 kB URL"
-[ "$(limit "http://127.0.0.1:$PORT/api/v1/latest?q=$long")" = "414 application/json" ] || fail "a 20 kB URL"
-[ "$(limit -H "X-Filler: $mid$mid" "http://127.0.0.1:$PORT/healthz")" = "431 application/json" ] || fail "10 kB of headers"
+[ "$(limit "$URL/api/v1/latest?q=$mid")" = "414 application/json" ] || fail "a 5 kB URL"
+[ "$(limit "$URL/api/v1/latest?q=$long")" = "414 application/json" ] || fail "a 20 kB URL"
+[ "$(limit -H "X-Filler: $mid$mid" "$URL/healthz")" = "431 application/json" ] || fail "10 kB of headers"
 [ "$(http_status "/api/v1/latest?q=$long$long$long")" = 414 ] || fail "a 60 kB URL is not 414"
 [ "$(http_status /healthz -H "X-Filler: $long$long")" = 431 ] || fail "40 kB of headers is not 431"
 [ "$(http_status /healthz)" = 200 ] || fail "server unhealthy after oversized requests"
 stop_daemon
 
 # --- TLS and authentication.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
-  -keyout "$TEST_TMP/key.pem" -out "$TEST_TMP/cert.pem" >"$TEST_TMP/openssl.log" 2>&1 ||
-  fail "openssl: $(cat "$TEST_TMP/openssl.log")"
-hash=$("$PYTHON" -W ignore -c 'import crypt; print(crypt.crypt("hunter2", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 6)))') ||
-  skip "python3 has no crypt module"
-printf 'prometheus:%s\n' "$hash" >"$TEST_TMP/users"
+make_tls_cert
+make_users_file "$TEST_TMP/users" prometheus hunter2 6
 printf 'tok-%s\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$TEST_TMP/token"
 cat >"$TEST_TMP/secure.conf" <<CONF
 [neurond]
-tls_cert = $TEST_TMP/cert.pem
-tls_key = $TEST_TMP/key.pem
+tls_cert = $TLS_CERT
+tls_key = $TLS_KEY
 basic_auth_users = $TEST_TMP/users
 bearer_token_file = $TEST_TMP/token
 healthz_open = true
 CONF
 start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/secure.conf" --enable-admin
-url="https://127.0.0.1:$PORT"
+https_url="https://127.0.0.1:$PORT"
 tls() {
-  curl -sS --max-time 10 --cacert "$TEST_TMP/cert.pem" -o "$TEST_TMP/body" -w '%{http_code}' "$@"
+  curl -sS --max-time 10 --cacert "$TLS_CERT" -o "$TEST_TMP/body" -w '%{http_code}' "$@"
 }
-[ "$(tls "$url/metrics")" = 401 ] || fail "no credentials: not 401"
+[ "$(tls "$https_url/metrics")" = 401 ] || fail "no credentials: not 401"
 grep -q '"errorType":"unauthorized"' "$TEST_TMP/body" || fail "401 body"
-[ "$(tls -u prometheus:hunter2 "$url/metrics")" = 200 ] || fail "right password refused"
+[ "$(tls -u prometheus:hunter2 "$https_url/metrics")" = 200 ] || fail "right password refused"
 grep -q '^neuroncore_utilization_ratio{' "$TEST_TMP/body" || fail "no metrics over TLS"
-[ "$(tls -u prometheus:hunter2 "$url/metrics")" = 200 ] || fail "right password refused the second time"
-[ "$(tls -u prometheus:hunter3 "$url/metrics")" = 401 ] || fail "wrong password accepted"
-[ "$(tls -u grafana:hunter2 "$url/metrics")" = 401 ] || fail "unknown user accepted"
-[ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")" "$url/api/v1/status")" = 200 ] || fail "token refused"
-[ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")x" "$url/api/v1/status")" = 401 ] || fail "bad token accepted"
-[ "$(tls "$url/healthz")" = 200 ] || fail "healthz_open: /healthz needs credentials"
-[ "$(tls "$url/")" = 401 ] || fail "the dashboard is open without credentials"
-[ "$(tls "$url/api/v1/admin/faults")" = 401 ] || fail "the admin endpoint is open without credentials"
-[ "$(tls -X POST "$url/api/v1/admin/faults?fault=device_down:0")" = 401 ] || fail "admin POST without credentials"
-[ "$(tls -u prometheus:hunter2 "$url/api/v1/admin/faults")" = 200 ] || fail "admin refused good credentials"
+[ "$(tls -u prometheus:hunter2 "$https_url/metrics")" = 200 ] || fail "right password refused the second time"
+[ "$(tls -u prometheus:hunter3 "$https_url/metrics")" = 401 ] || fail "wrong password accepted"
+[ "$(tls -u grafana:hunter2 "$https_url/metrics")" = 401 ] || fail "unknown user accepted"
+[ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")" "$https_url/api/v1/status")" = 200 ] || fail "token refused"
+[ "$(tls -H "Authorization: Bearer $(cat "$TEST_TMP/token")x" "$https_url/api/v1/status")" = 401 ] || fail "bad token accepted"
+[ "$(tls "$https_url/healthz")" = 200 ] || fail "healthz_open: /healthz needs credentials"
+[ "$(tls "$https_url/")" = 401 ] || fail "the dashboard is open without credentials"
+[ "$(tls "$https_url/api/v1/admin/faults")" = 401 ] || fail "the admin endpoint is open without credentials"
+[ "$(tls -X POST "$https_url/api/v1/admin/faults?fault=device_down:0")" = 401 ] || fail "admin POST without credentials"
+[ "$(tls -u prometheus:hunter2 "$https_url/api/v1/admin/faults")" = 200 ] || fail "admin refused good credentials"
 # The certificate is the one we made, and plain HTTP is not spoken.
-curl -sS --max-time 10 "$url/healthz" >/dev/null 2>&1 && fail "an unknown CA was trusted"
-curl -sS --max-time 5 "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && fail "plain HTTP answered on the TLS port"
+curl -sS --max-time 10 "$https_url/healthz" >/dev/null 2>&1 && fail "an unknown CA was trusted"
+curl -sS --max-time 5 "$URL/healthz" >/dev/null 2>&1 && fail "plain HTTP answered on the TLS port"
 stop_daemon
 
 # A certificate without its key is a configuration error.
-printf '[neurond]\ntls_cert = %s\n' "$TEST_TMP/cert.pem" >"$TEST_TMP/half.conf"
+printf '[neurond]\ntls_cert = %s\n' "$TLS_CERT" >"$TEST_TMP/half.conf"
 status=0
 "$NEUROND" --config "$TEST_TMP/half.conf" --check-config >"$TEST_TMP/check.out" 2>&1 || status=$?
 [ "$status" -eq 2 ] || fail "tls_cert without tls_key: exit $status"
@@ -114,13 +98,13 @@ check_tls() { # cert key expected-message
         [ "$status" -eq 2 ] || fail "tls_cert $1, tls_key $2: exit $status"
         grep -q "$3" "$TEST_TMP/check.out" || fail "message: $(cat "$TEST_TMP/check.out")"
 }
-check_tls "$TEST_TMP/missing.pem" "$TEST_TMP/key.pem" "reading $TEST_TMP/missing.pem: No such file"
-check_tls "$TEST_TMP/key.pem" "$TEST_TMP/cert.pem" "key.pem holds no PEM CERTIFICATE"
-check_tls "$TEST_TMP/cert.pem" "$TEST_TMP/cert.pem" "cert.pem holds no PEM PRIVATE KEY"
-check_tls "$TEST_TMP" "$TEST_TMP/key.pem" "Is a directory"
+check_tls "$TEST_TMP/missing.pem" "$TLS_KEY" "reading $TEST_TMP/missing.pem: No such file"
+check_tls "$TLS_KEY" "$TLS_CERT" "key.pem holds no PEM CERTIFICATE"
+check_tls "$TLS_CERT" "$TLS_CERT" "cert.pem holds no PEM PRIVATE KEY"
+check_tls "$TEST_TMP" "$TLS_KEY" "Is a directory"
 head -c 70000 /dev/zero >"$TEST_TMP/big.pem"
-check_tls "$TEST_TMP/big.pem" "$TEST_TMP/key.pem" "big.pem is larger than 64 KiB"
-printf '[neurond]\ntls_cert = %s\ntls_key = %s\n' "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" >"$TEST_TMP/tls.conf"
+check_tls "$TEST_TMP/big.pem" "$TLS_KEY" "big.pem is larger than 64 KiB"
+printf '[neurond]\ntls_cert = %s\ntls_key = %s\n' "$TLS_CERT" "$TLS_KEY" >"$TEST_TMP/tls.conf"
 "$NEUROND" --config "$TEST_TMP/tls.conf" --backend model:trn1.2xlarge --check-config >"$TEST_TMP/check.out" 2>&1 ||
   fail "--check-config refused a good certificate and key: $(cat "$TEST_TMP/check.out")"
 # --check-config reads the users file and refuses a plain-text password.
@@ -138,7 +122,7 @@ printf '[neurond]\nbasic_auth_users = %s\n' "$TEST_TMP/users" >"$TEST_TMP/good.c
 # (the test still talks to it over loopback only).
 start_daemon --backend model:trn1.2xlarge --listen 0.0.0.0:0
 [ "$(http_status /healthz)" = 200 ] || fail "0.0.0.0 listener did not answer on loopback"
-grep -q 'non-loopback address without TLS or authentication' "$TEST_TMP/daemon.log" ||
-  fail "no warning for an exposed listener: $(cat "$TEST_TMP/daemon.log")"
+grep -q 'non-loopback address without TLS or authentication' "$DAEMON_LOG" ||
+  fail "no warning for an exposed listener: $(cat "$DAEMON_LOG")"
 stop_daemon
 echo PASS

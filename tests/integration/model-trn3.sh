@@ -7,7 +7,7 @@ need curl
 need promtool
 
 start_daemon --backend model:trn3-gen2-ultraserver,scenario=moe
-curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics" >"$TEST_TMP/metrics" || fail "GET /metrics"
+curl -sf --max-time 10 "$URL/metrics" >"$TEST_TMP/metrics" || fail "GET /metrics"
 
 cores=$(grep -c '^neuroncore_utilization_ratio{' "$TEST_TMP/metrics")
 [ "$cores" -eq 1152 ] || fail "expected 1152 neuroncore_utilization_ratio series, got $cores"
@@ -20,7 +20,7 @@ ports=$(grep -c '^neuron_link_transmit_bytes_total{.*peer_device="switch"}' "$TE
 promtool check metrics <"$TEST_TMP/metrics" >"$TEST_TMP/promtool" 2>&1 || { cat "$TEST_TMP/promtool"; fail "promtool check metrics"; }
 [ ! -s "$TEST_TMP/promtool" ] || { cat "$TEST_TMP/promtool"; fail "promtool has remarks"; }
 
-curl -sf --max-time 10 "http://127.0.0.1:$PORT/api/v1/devices" >"$TEST_TMP/devices" || fail "GET /api/v1/devices"
+curl -sf --max-time 10 "$URL/api/v1/devices" >"$TEST_TMP/devices" || fail "GET /api/v1/devices"
 grep -q '"instance_type":"trn3-gen2-ultraserver"' "$TEST_TMP/devices" || fail "instance type in /api/v1/devices"
 grep -q '"index":143,' "$TEST_TMP/devices" || fail "device 143 in /api/v1/devices"
 # Device 0 reaches every other device through the switch: 1,...,143.

@@ -12,29 +12,15 @@ need python3
 offset=$TEST_TMP/clock-offset
 echo 0 >"$offset"
 printf '[neurond]\ninterval = 200ms\n' >"$TEST_TMP/neurond.conf"
-# Only the daemon gets the shim: a wrapper that execs it (same pid).
-# AddressSanitizer must not insist on coming first in the library list.
-cat >"$TEST_TMP/neurond-shifted" <<EOS
-#!/bin/sh
-ASAN_OPTIONS="\${ASAN_OPTIONS:-}:verify_asan_link_order=0" LD_PRELOAD="$CLOCK_SHIM" NEUROND_CLOCK_SHIM="$offset" \\
-  exec "$NEUROND" "\$@"
-EOS
-chmod +x "$TEST_TMP/neurond-shifted"
-NEUROND=$TEST_TMP/neurond-shifted
+# Only the daemon gets the shim. AddressSanitizer must not insist on
+# coming first in the library list.
+wrap_neurond "env ASAN_OPTIONS=\${ASAN_OPTIONS:-}:verify_asan_link_order=0 LD_PRELOAD=$CLOCK_SHIM NEUROND_CLOCK_SHIM=$offset"
 start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/neurond.conf"
 
-# ticks: the latest tick number.
-ticks() {
-  http /healthz | sed -n 's/.*"tick":\([0-9]*\).*/\1/p'
-}
+# wait_ticks N: waits until the loop has ticked N more times.
 wait_ticks() {
-  target=$(($(ticks) + $1))
-  i=0
-  while [ "$(ticks)" -lt "$target" ]; do
-    [ $i -lt 200 ] || fail "the loop stopped ticking (at tick $(ticks), waiting for $target)"
-    sleep 0.1
-    i=$((i + 1))
-  done
+  target=$(($(healthz_tick) + $1))
+  wait_until 20 tick_at_least "$target" || fail "the loop stopped ticking (at tick $(healthz_tick), waiting for $target)"
 }
 
 wait_ticks 2
@@ -50,13 +36,8 @@ wait_ticks 6
 # count and the stored data stay put while they are compared.
 printf '[neurond]\ninterval = 1h\n' >"$TEST_TMP/neurond.conf"
 kill -HUP "$DAEMON_PID"
-i=0
-until grep -q "reloaded configuration.*interval 3600000ms" "$TEST_TMP/daemon.log"; do
-  [ $i -lt 100 ] || fail "reload not logged"
-  sleep 0.1
-  i=$((i + 1))
-done
-total=$(ticks)
+wait_until file_has "$DAEMON_LOG" "reloaded configuration.*interval 3600000ms" || fail "reload not logged"
+total=$(healthz_tick)
 
 # /api/v1/latest follows the clock stepped forward.
 latest=$(http /api/v1/latest | sed -n 's/.*"timestamp":\([0-9]*\)\..*/\1/p')
@@ -88,8 +69,8 @@ if not ok:
 sys.exit(0 if ok else 1)
 PY
 
-grep -c "wall clock jumped back by 3[56][0-9][0-9]\." "$TEST_TMP/daemon.log" | grep -qx 1 || fail "the step back was not logged exactly once"
-grep -c "wall clock jumped forward by 86[34][0-9][0-9]\." "$TEST_TMP/daemon.log" | grep -qx 1 || fail "the step forward was not logged exactly once"
+grep -c "wall clock jumped back by 3[56][0-9][0-9]\." "$DAEMON_LOG" | grep -qx 1 || fail "the step back was not logged exactly once"
+grep -c "wall clock jumped forward by 86[34][0-9][0-9]\." "$DAEMON_LOG" | grep -qx 1 || fail "the step forward was not logged exactly once"
 stop_daemon
 
 echo "reliability-clock: ok ($total ticks)"

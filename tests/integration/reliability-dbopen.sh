@@ -18,10 +18,10 @@ QUERY='/api/v1/query_range?metric=neuroncore_utilization_ratio&neuroncore=0'
 # The operator's mistake: no such directory. Exit 2 with the reason.
 status=0
 "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$TEST_TMP/missing/neurond.db" --backend model:trn1.2xlarge \
-  >"$TEST_TMP/daemon.log" 2>&1 || status=$?
+  >"$TEST_TMP/run.log" 2>&1 || status=$?
 [ "$status" -eq 2 ] || fail "a missing database directory: exit status $status, expected 2"
-grep -q "cannot open database.*No such file or directory" "$TEST_TMP/daemon.log" ||
-  fail "no clear message for a missing directory: $(cat "$TEST_TMP/daemon.log")"
+grep -q "cannot open database.*No such file or directory" "$TEST_TMP/run.log" ||
+  fail "no clear message for a missing directory: $(cat "$TEST_TMP/run.log")"
 
 # Nor may the daemon's user write there (as root: run as nobody in the
 # test's private directory, mode 0700; not under a wrapper such as
@@ -29,26 +29,22 @@ grep -q "cannot open database.*No such file or directory" "$TEST_TMP/daemon.log"
 if [ "$(id -u)" = 0 ] && [ -z "${NEUROND_WRAPPER:-}" ] && command -v setpriv >/dev/null 2>&1; then
   status=0
   setpriv --reuid=65534 --regid=65534 --clear-groups "$NEUROND" --listen 127.0.0.1:0 --db "$TEST_TMP/neurond.db" \
-    --backend model:trn1.2xlarge >"$TEST_TMP/daemon.log" 2>&1 || status=$?
+    --backend model:trn1.2xlarge >"$TEST_TMP/run.log" 2>&1 || status=$?
   [ "$status" -eq 2 ] || fail "no permission for the database: exit status $status, expected 2"
-  grep -q "cannot open database.*Permission denied" "$TEST_TMP/daemon.log" ||
-    fail "no clear message for a permission error: $(cat "$TEST_TMP/daemon.log")"
+  grep -q "cannot open database.*Permission denied" "$TEST_TMP/run.log" ||
+    fail "no clear message for a permission error: $(cat "$TEST_TMP/run.log")"
   echo "no permission: exit 2"
 fi
-
-metric() {
-  http /metrics | sed -n "s/^$1 //p"
-}
 
 # degraded_start WHY REASON: the daemon runs without its database, and
 # logged REASON.
 degraded_start() {
   PHASE_START=$(date +%s)
   start_daemon --backend model:trn1.2xlarge,seed=3 --interval 100ms --db "$DB"
-  grep -q "cannot open database $DB: $2; .*retrying" "$TEST_TMP/daemon.log" ||
-    fail "$1: start-up did not log the problem: $(cat "$TEST_TMP/daemon.log")"
+  grep -q "cannot open database $DB: $2; .*retrying" "$DAEMON_LOG" ||
+    fail "$1: start-up did not log the problem: $(cat "$DAEMON_LOG")"
   [ "$(http_status /metrics)" = 200 ] || fail "$1: /metrics not 200"
-  [ "$(metric neurond_storage_degraded)" = 1 ] || fail "$1: neurond_storage_degraded is not 1"
+  metric_is neurond_storage_degraded 1 || fail "$1: neurond_storage_degraded is not 1"
   http /healthz >"$TEST_TMP/health"
   grep -q '"status":"degraded".*the database cannot be opened' "$TEST_TMP/health" ||
     fail "$1: /healthz: $(cat "$TEST_TMP/health")"
@@ -56,27 +52,17 @@ degraded_start() {
   http "$QUERY" | grep -q '"error":"storage is unavailable' || fail "$1: query_range body: $(http "$QUERY")"
   [ "$(http_status /)" = 200 ] || fail "$1: the dashboard is not served"
   # Four seconds of ticks held in memory, to be found in the database later.
-  i=0
-  until [ "$(http /healthz | sed -n 's/.*"tick":\([0-9]*\).*/\1/p')" -ge 40 ]; do
-    [ $i -lt 100 ] || fail "$1: polling stopped"
-    sleep 0.1
-    i=$((i + 1))
-  done
-  [ "$(metric neurond_storage_degraded)" = 1 ] || fail "$1: the database opened too early"
+  wait_until tick_at_least 40 || fail "$1: polling stopped"
+  metric_is neurond_storage_degraded 1 || fail "$1: the database opened too early"
   HELD_BEFORE=$(date +%s)
 }
 
 # recovered WHY: the database opens by itself and holds the ticks from
 # before it could be opened; a clean stop leaves it intact.
 recovered() {
-  i=0
-  until [ "$(metric neurond_storage_degraded)" = 0 ]; do
-    [ $i -lt 300 ] || fail "$1: the database did not open within 30 s"
-    sleep 0.1
-    i=$((i + 1))
-  done
+  wait_until 30 metric_is neurond_storage_degraded 0 || fail "$1: the database did not open in time"
   http /healthz | grep -q '"status":"ok"' || fail "$1: /healthz not ok: $(http /healthz)"
-  grep -q "database opened" "$TEST_TMP/daemon.log" || fail "$1: the late open was not logged"
+  grep -q "database opened" "$DAEMON_LOG" || fail "$1: the late open was not logged"
   # Ticks of this run from before the database opened (the previous run
   # stopped before PHASE_START), one point per 100 ms tick.
   held="$QUERY&step=100ms&start=$((PHASE_START + 1))&end=$HELD_BEFORE"

@@ -16,10 +16,10 @@ start_daemon --backend model:trn1.32xlarge,seed=2,speed=20 --config "$TEST_TMP/n
 client() {
   n=0
   while [ $n -lt 25 ]; do
-    code=$(curl -sS --max-time 10 -o "$TEST_TMP/m$1" -w '%{http_code}' "http://127.0.0.1:$PORT/metrics") || code=curl
+    code=$(curl -sS --max-time 10 -o "$TEST_TMP/m$1" -w '%{http_code}' "$URL/metrics") || code=curl
     { [ "$code" = 200 ] && grep -q '^neurond_build_info' "$TEST_TMP/m$1"; } || echo "scrape $n: $code" >>"$TEST_TMP/errors"
     code=$(curl -sS --max-time 10 -o "$TEST_TMP/q$1" -w '%{http_code}' \
-      "http://127.0.0.1:$PORT/api/v1/query_range?metric=neuroncore_utilization_ratio&step=10s") || code=curl
+      "$URL/api/v1/query_range?metric=neuroncore_utilization_ratio&step=10s") || code=curl
     { [ "$code" = 200 ] && grep -q '^{"status":"success".*]}}$' "$TEST_TMP/q$1"; } || echo "query $n: $code" >>"$TEST_TMP/errors"
     n=$((n + 1))
   done
@@ -40,9 +40,9 @@ done
 wait $c1 $c2 $c3
 [ ! -s "$TEST_TMP/errors" ] || fail "answers during the SIGHUP storm: $(head -5 "$TEST_TMP/errors")"
 kill -0 "$DAEMON_PID" 2>/dev/null || fail "the daemon died in the SIGHUP storm"
-reloads=$(grep -c "reloaded configuration" "$TEST_TMP/daemon.log")
+reloads=$(grep -c "reloaded configuration" "$DAEMON_LOG")
 [ "$reloads" -ge 1 ] || fail "no reload logged"
-grep -q "reload:.*keeping" "$TEST_TMP/daemon.log" && fail "a reload failed"
+grep -q "reload:.*keeping" "$DAEMON_LOG" && fail "a reload failed"
 
 # Clients that hang up mid-response: read a little, then reset or close.
 python3 - "$PORT" <<'PY' || fail "hang-up clients"
@@ -71,6 +71,6 @@ c5=$!
 sleep 0.3
 stop_daemon
 wait $c4 $c5 || true
-grep -q "received SIGTERM" "$TEST_TMP/daemon.log" || fail "SIGTERM not logged"
+grep -q "received SIGTERM" "$DAEMON_LOG" || fail "SIGTERM not logged"
 [ "$(sqlite3 "$TEST_TMP/neurond.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after SIGTERM"
 echo "reliability-signals: ok ($hups SIGHUPs, $reloads reloads logged)"

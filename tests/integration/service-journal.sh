@@ -4,38 +4,33 @@
 # PRIORITY=, SYSLOG_IDENTIFIER= and NEUROND_COLLECTOR= fields. The test
 # runs the daemon in a private mount namespace whose /run holds a stand-in
 # journal socket; it needs root for that and is skipped otherwise.
-. "$top_srcdir/tests/integration/service-lib.sh"
+. "$(dirname "$0")/lib.sh"
 need_libsystemd
 need python3
 need unshare
 [ "$(id -u)" -eq 0 ] || skip "needs root for a private mount namespace"
-unshare -m --propagation private true 2>/dev/null || skip "cannot create a mount namespace here"
+enter_mount_namespace
 
-: >"$TMP/err"
-stream=$(stat -c '%d:%i' "$TMP/err")
-cat >"$TMP/run.sh" <<EOS
-set -eu
 mount -t tmpfs tmpfs /run
 mkdir -p /run/systemd/journal
-python3 "$top_srcdir/tests/integration/notify-listen.py" /run/systemd/journal/socket "$TMP/journal.txt" 20 &
-listener=\$!
-i=0; while ! grep -q BOUND "$TMP/journal.txt" 2>/dev/null; do i=\$((i+1)); [ \$i -lt 200 ]; sleep 0.1; done
-JOURNAL_STREAM=$stream "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$TMP/j.db" --web-root "$WEB_ROOT" \
-        --backend model:trn1.2xlarge --log-level debug 2>>"$TMP/err" &
-pid=\$!
-i=0; while ! grep -q 'MESSAGE=listening on port' "$TMP/journal.txt"; do i=\$((i+1)); [ \$i -lt 200 ]; sleep 0.1; done
-kill -TERM \$pid
-wait \$pid
-kill \$listener
-EOS
-unshare -m --propagation private sh "$TMP/run.sh" || { cat "$TMP/err" "$TMP/journal.txt" >&2 || true; fail "the daemon in the namespace failed"; }
+journal=$TEST_TMP/journal.txt
+start_helper python3 "$top_srcdir/tests/integration/notify-listen.py" /run/systemd/journal/socket "$journal" 20
+wait_until 20 file_has "$journal" BOUND || fail "the stand-in journal did not start"
 
-cat "$TMP/journal.txt"
-[ ! -s "$TMP/err" ] || fail "messages went to stderr instead of the journal: $(cat "$TMP/err")"
+# stderr is the journal's stream when JOURNAL_STREAM names its device and inode.
+: >"$TEST_TMP/j.log"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$TEST_TMP/j.log") spawn_daemon j --backend model:trn1.2xlarge --log-level debug
+wait_until 20 file_has "$journal" 'MESSAGE=listening on port' || fail "no message arrived in the journal"
+stop_daemon j
+# The listener writes what it received a moment later.
+wait_until file_has "$journal" '^MESSAGE=received SIGTERM' || fail "no shutdown message"
+
+cat "$journal"
+[ ! -s "$TEST_TMP/j.log" ] || fail "messages went to stderr instead of the journal: $(cat "$TEST_TMP/j.log")"
 # One datagram per message: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER[, NEUROND_COLLECTOR], "--".
-grep -A 2 '^MESSAGE=listening on port' "$TMP/journal.txt" | grep -q '^PRIORITY=6$' || fail "no PRIORITY=6 with the info message"
-grep -q '^SYSLOG_IDENTIFIER=neurond$' "$TMP/journal.txt" || fail "no SYSLOG_IDENTIFIER"
-grep -B 3 '^NEUROND_COLLECTOR=model$' "$TMP/journal.txt" | grep -q '^MESSAGE=.*series' ||
+grep -A 2 '^MESSAGE=listening on port' "$journal" | grep -q '^PRIORITY=6$' || fail "no PRIORITY=6 with the info message"
+grep -q '^SYSLOG_IDENTIFIER=neurond$' "$journal" || fail "no SYSLOG_IDENTIFIER"
+grep -B 3 '^NEUROND_COLLECTOR=model$' "$journal" | grep -q '^MESSAGE=.*series' ||
         fail "no message with NEUROND_COLLECTOR=model"
-grep -A 1 '^MESSAGE=received SIGTERM' "$TMP/journal.txt" | grep -q '^PRIORITY=6$' || fail "no shutdown message"
-echo "journal fields: $(grep -c '^MESSAGE=' "$TMP/journal.txt") messages"
+grep -A 1 '^MESSAGE=received SIGTERM' "$journal" | grep -q '^PRIORITY=6$' || fail "no shutdown message"
+echo "journal fields: $(grep -c '^MESSAGE=' "$journal") messages"

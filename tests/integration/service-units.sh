@@ -2,16 +2,16 @@
 # The systemd units: systemd-analyze verify is clean, and the service's
 # offline security exposure is at most 1.5 (systemd-analyze's scale is
 # 0-10; --threshold takes it times ten).
-. "$top_srcdir/tests/integration/service-lib.sh"
+. "$(dirname "$0")/lib.sh"
 need systemd-analyze
 
 # The unit as make install writes it, pointing at the built daemon.
 bindir=$(dirname "${NEUROND_BIN:-$NEUROND}")
-sed -e "s|@bindir@|$bindir|g" -e "s|@sysconfdir@|/etc|g" "$top_srcdir/systemd/neurond.service.in" >"$TMP/neurond.service"
-cp "$top_srcdir/systemd/neurond.socket" "$TMP/neurond.socket"
-grep -q '@[a-z]*@' "$TMP/neurond.service" && fail "unsubstituted @...@ left in neurond.service"
+sed -e "s|@bindir@|$bindir|g" -e "s|@sysconfdir@|/etc|g" "$top_srcdir/systemd/neurond.service.in" >"$TEST_TMP/neurond.service"
+cp "$top_srcdir/systemd/neurond.socket" "$TEST_TMP/neurond.socket"
+grep -q '@[a-z]*@' "$TEST_TMP/neurond.service" && fail "unsubstituted @...@ left in neurond.service"
 
-cd "$TMP"
+cd "$TEST_TMP"
 systemd-analyze verify --man=no ./neurond.service ./neurond.socket >verify.log 2>&1 || true
 if [ -s verify.log ]; then
         cat verify.log >&2

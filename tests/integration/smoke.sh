@@ -9,7 +9,7 @@ need sqlite3
 start_daemon --backend model:trn1.32xlarge,seed=5 --interval 200ms
 
 # /metrics: the right content type, clean for promtool, every core present.
-ctype=$(curl -sS --max-time 10 -o "$TEST_TMP/metrics" -w '%{content_type}' "http://127.0.0.1:$PORT/metrics")
+ctype=$(curl -sS --max-time 10 -o "$TEST_TMP/metrics" -w '%{content_type}' "$URL/metrics")
 [ "$ctype" = "text/plain; version=0.0.4; charset=utf-8" ] || fail "/metrics content type '$ctype'"
 promtool check metrics <"$TEST_TMP/metrics" >"$TEST_TMP/promtool.out" 2>&1 || fail "promtool: $(cat "$TEST_TMP/promtool.out")"
 [ ! -s "$TEST_TMP/promtool.out" ] || fail "promtool reported: $(cat "$TEST_TMP/promtool.out")"
@@ -64,7 +64,7 @@ http / | grep -q '<title>neurond</title>' || fail "dashboard index"
 [ "$(http_status /metrics -X DELETE)" = 405 ] || fail "DELETE not 405"
 
 stop_daemon
-grep -q "received SIGTERM" "$TEST_TMP/daemon.log" || fail "SIGTERM not logged"
+grep -q "received SIGTERM" "$DAEMON_LOG" || fail "SIGTERM not logged"
 [ "$(sqlite3 "$TEST_TMP/neurond.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
 # A clean stop moves every tick into chunks (docs/storage.md).
 stored=$(sqlite3 "$TEST_TMP/neurond.db" "SELECT max(n) FROM (SELECT sum(count) AS n FROM chunks GROUP BY series_id)")

@@ -6,12 +6,12 @@
 need sqlite3
 need curl
 
-db=$TEST_TMP/neurond.db # the database start_daemon opens
-log=$TEST_TMP/daemon.log
+db=$TEST_TMP/neurond.db # the database and log of start_daemon's default name
+log=$TEST_TMP/neurond.log
 
 get() { # URL-PATH: body on stdout, status code in $TEST_TMP/code
         # A failed request leaves the code 000 for expect_code to report.
-        curl -s -o "$TEST_TMP/body" -w '%{http_code}' "http://127.0.0.1:$PORT$1" >"$TEST_TMP/code" || true
+        curl -s -o "$TEST_TMP/body" -w '%{http_code}' "$URL$1" >"$TEST_TMP/code" || true
         cat "$TEST_TMP/body"
 }
 expect_code() {

@@ -3,32 +3,32 @@
 # node_exporter's end-to-end test: start the daemon on tests/data/<tree>,
 # scrape, drop the volatile lines, compare with tests/data/<tree>.metrics.
 # UPDATE_GOLDEN=1 rewrites the golden files instead.
-set -eu
-. "$top_srcdir/tests/integration/sysfs-lib.sh"
+. "$(dirname "$0")/lib.sh"
+need curl
 
 failed=0
 for tree in inf1 inf2 trn1 trn2; do
-  start_daemon "$tree" --backend "sysfs:$top_srcdir/tests/data/$tree"
-  stable_metrics > "$work/$tree.metrics"
-  scrape /api/v1/devices > "$work/$tree.devices"
+  start_daemon "$tree" --backend "sysfs:$top_srcdir/tests/data/$tree" --log-level debug
+  stable_metrics > "$TEST_TMP/$tree.metrics"
+  http /api/v1/devices --fail > "$TEST_TMP/$tree.devices"
   stop_daemon
   golden=$top_srcdir/tests/data/$tree.metrics
   if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
-    cp "$work/$tree.metrics" "$golden"
+    cp "$TEST_TMP/$tree.metrics" "$golden"
     echo "updated $golden"
-  elif ! diff -u "$golden" "$work/$tree.metrics"; then
+  elif ! diff -u "$golden" "$TEST_TMP/$tree.metrics"; then
     echo "FAIL: $tree: /metrics differs from $golden (UPDATE_GOLDEN=1 to accept)"
     failed=1
   fi
   # Never a zero for what the driver does not expose: no series at all.
-  if grep -Eq '^neuron_(device_dma|device_hbm|link)_' "$work/$tree.metrics"; then
+  if grep -Eq '^neuron_(device_dma|device_hbm|link)_' "$TEST_TMP/$tree.metrics"; then
     echo "FAIL: $tree: DMA, HBM bandwidth or NeuronLink series from sysfs"
     failed=1
   fi
-  if grep -q 'neuron_device_dma_bytes_total\|neuron_link_' "$work/$tree.devices"; then
+  if grep -q 'neuron_device_dma_bytes_total\|neuron_link_' "$TEST_TMP/$tree.devices"; then
     echo "FAIL: $tree: /api/v1/devices lists metrics sysfs cannot report"
     failed=1
   fi
-  grep -q '"metrics":\["' "$work/$tree.devices" || { echo "FAIL: $tree: no metrics list"; failed=1; }
+  grep -q '"metrics":\["' "$TEST_TMP/$tree.devices" || { echo "FAIL: $tree: no metrics list"; failed=1; }
 done
-exit $failed
+[ "$failed" -eq 0 ] || fail "a fixture tree failed (see above)"
