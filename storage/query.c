@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "storage/chunk.h"
+#include "storage/sql.h"
 #include "storage/store-internal.h"
 
 enum tier {
@@ -84,7 +85,7 @@ static int read_chunks(struct store *s, int64_t id, struct agg *a, int64_t from)
         int64_t *ts = NULL;
         double *v = NULL;
         size_t cap = 0;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(
+        int rc, r = sql_errno(sqlite3_prepare_v2(
                         s->read_db,
                         "SELECT data FROM chunks WHERE series_id = ?1 AND start_ts <= ?3 AND start_ts >= "
                         "coalesce((SELECT max(start_ts) FROM chunks WHERE series_id = ?1 AND start_ts <= ?2), 0) "
@@ -123,7 +124,7 @@ static int read_chunks(struct store *s, int64_t id, struct agg *a, int64_t from)
                         agg_sample(a, ts[i], v[i]);
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(st);
         free(ts);
         free(v);
@@ -139,7 +140,7 @@ static uint32_t le32(const uint8_t *p) {
 static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from) {
         sqlite3_stmt *st = NULL;
         sqlite3_blob *blob = NULL;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(
+        int rc, r = sql_errno(sqlite3_prepare_v2(
                         s->read_db, "SELECT ts, length(data) FROM recent WHERE ts >= ?1 AND ts <= ?2 ORDER BY ts", -1,
                         &st, NULL));
         if (r < 0)
@@ -154,7 +155,7 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                 rc = blob ? sqlite3_blob_reopen(blob, ts)
                           : sqlite3_blob_open(s->read_db, "main", "recent", "data", ts, 0, &blob);
                 if (rc != SQLITE_OK) {
-                        r = store_errno_from_sqlite(rc);
+                        r = sql_errno(rc);
                         break;
                 }
                 int lo = 0, hi = entries - 1;
@@ -163,7 +164,7 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                         uint8_t e[STORE_RECENT_ENTRY];
                         rc = sqlite3_blob_read(blob, e, STORE_RECENT_ENTRY, mid * STORE_RECENT_ENTRY);
                         if (rc != SQLITE_OK) {
-                                r = store_errno_from_sqlite(rc);
+                                r = sql_errno(rc);
                                 break;
                         }
                         int64_t got = le32(e);
@@ -185,7 +186,7 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                         break;
         }
         if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_OK && rc != SQLITE_ROW)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_blob_close(blob);
         sqlite3_finalize(st);
         return r;
@@ -199,7 +200,7 @@ static int read_rollups(struct store *s, enum tier tier, int64_t id, struct agg 
                               "WHERE series_id = ?1 AND ts >= ?2 AND ts <= ?3 ORDER BY ts",
         };
         sqlite3_stmt *st = NULL;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(s->read_db, sql[tier], -1, &st, NULL));
+        int rc, r = sql_errno(sqlite3_prepare_v2(s->read_db, sql[tier], -1, &st, NULL));
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, id);
@@ -228,7 +229,7 @@ static int read_rollups(struct store *s, enum tier tier, int64_t id, struct agg 
                 agg_sample(a, ts + tier_res[tier], c.last);
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(st);
         return r;
 }
@@ -289,7 +290,7 @@ static int load_series(struct store *s, int metric, const struct history_matcher
         struct series_desc *list = NULL;
         int64_t *ids = NULL;
         size_t n = 0, cap = 0;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(
+        int rc, r = sql_errno(sqlite3_prepare_v2(
                         s->read_db, "SELECT id, metric, labels FROM series WHERE ?1 IS NULL OR metric = ?1 ORDER BY id",
                         -1, &st, NULL));
         if (r < 0)
@@ -297,8 +298,7 @@ static int load_series(struct store *s, int metric, const struct history_matcher
         if (metric >= 0)
                 sqlite3_bind_text(st, 1, metric_table[metric].name, -1, SQLITE_STATIC);
         sqlite3_stmt *label = NULL;
-        r = store_errno_from_sqlite(
-                sqlite3_prepare_v2(s->read_db, "SELECT json_extract(?1, '$.' || ?2)", -1, &label, NULL));
+        r = sql_errno(sqlite3_prepare_v2(s->read_db, "SELECT json_extract(?1, '$.' || ?2)", -1, &label, NULL));
         while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int m = metric_lookup((const char *) sqlite3_column_text(st, 1));
                 if (m < 0)
@@ -333,7 +333,7 @@ static int load_series(struct store *s, int metric, const struct history_matcher
                 list[n++] = d;
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(label);
         sqlite3_finalize(st);
         if (r < 0) {
@@ -385,7 +385,7 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
         }
         pthread_mutex_lock(&s->read_lock);
         /* One read transaction: chunks and recent rows from one snapshot. */
-        r = s->read_db ? store_errno_from_sqlite(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL)) : -EAGAIN;
+        r = s->read_db ? sql_errno(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL)) : -EAGAIN;
         if (r == 0)
                 r = load_series(s, (int) q->metric, q->matchers, q->n_matchers, &list, &ids, &n);
         if (r == 0 && n > HISTORY_POINTS_MAX / n_buckets)

@@ -44,7 +44,5 @@ struct store {
         struct history_stats stats;
 };
 
-int store_errno_from_sqlite(int rc);
-
 /* One recent-table entry: the series id and the value, little endian. */
 #define STORE_RECENT_ENTRY 12

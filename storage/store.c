@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "storage/chunk.h"
+#include "storage/sql.h"
 #include "storage/store-internal.h"
 
 /* Schema 2 (docs/storage.md): series with JSON labels so that
@@ -71,90 +72,14 @@ void store_options_init(struct store_options *o) {
         };
 }
 
-int store_errno_from_sqlite(int rc) {
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-        case SQLITE_DONE:
-        case SQLITE_ROW:
-                return 0;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_READONLY:
-                return -EROFS;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_CANTOPEN:
-        case SQLITE_PERM:
-        case SQLITE_AUTH:
-                return -EACCES;
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB:
-                return -EUCLEAN;
-        case SQLITE_MISUSE:
-        case SQLITE_RANGE:
-        case SQLITE_ERROR:
-                return -EINVAL;
-        default:
-                return -EIO;
-        }
-}
-
-static int exec(sqlite3 *db, const char *sql) {
-        return store_errno_from_sqlite(sqlite3_exec(db, sql, NULL, NULL, NULL));
-}
-
-static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret) {
-        return store_errno_from_sqlite(sqlite3_prepare_v2(db, sql, -1, ret, NULL));
-}
-
-/* Runs a statement that returns one integer, or none (then 0). */
-static int query_int(sqlite3 *db, const char *sql, int64_t *ret) {
-        sqlite3_stmt *st = NULL;
-        int r = prepare(db, sql, &st);
-        if (r < 0)
-                return r;
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-                *ret = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        } else {
-                r = store_errno_from_sqlite(rc);
-        }
-        sqlite3_finalize(st);
-        return r;
-}
-
-static int step_done(sqlite3_stmt *st) {
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_errno_from_sqlite(rc);
-}
-
-static int open_connection(const char *path, int flags, sqlite3 **ret) {
-        sqlite3 *db = NULL;
-        int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
-        if (rc != SQLITE_OK) {
-                sqlite3_close(db);
-                return store_errno_from_sqlite(rc);
-        }
-        sqlite3_busy_timeout(db, 5000);
-        /* 1 MiB of page cache per connection instead of 2: the daemon's
-         * memory budget is small, and the OS caches the file anyway. */
-        sqlite3_exec(db, "PRAGMA cache_size = -1024", NULL, NULL, NULL);
-        *ret = db;
-        return 0;
-}
-
 static int set_meta(struct store *s, const char *key, int64_t value) {
         sqlite3_stmt *st = NULL;
-        int r = prepare(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", &st);
+        int r = sql_prepare(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, value);
-        r = step_done(st);
+        r = sql_step_done(st);
         sqlite3_finalize(st);
         return r;
 }
@@ -170,7 +95,7 @@ static int rollup_write(sqlite3_stmt *st, int64_t series_id, int64_t ts, const s
         sqlite3_bind_double(st, 5, c->sum);
         sqlite3_bind_int64(st, 6, c->count);
         sqlite3_bind_double(st, 7, c->last);
-        return step_done(st);
+        return sql_step_done(st);
 }
 
 /* Adds samples (ts ascending) of one series to the 1 min and 1 h rollups. */
@@ -219,7 +144,7 @@ static int chunk_samples(struct store *s, sqlite3_stmt *insert, int64_t series_i
                 sqlite3_bind_int64(insert, 3, ts[end - 1]);
                 sqlite3_bind_int64(insert, 4, (int64_t) (end - at));
                 sqlite3_bind_blob(insert, 5, data, (int) size, SQLITE_STATIC);
-                r = step_done(insert);
+                r = sql_step_done(insert);
                 sqlite3_clear_bindings(insert);
                 free(data);
                 if (r < 0)
@@ -255,14 +180,14 @@ static double get_double(const uint8_t *p) {
 }
 
 static int prepare_writers(struct store *s, sqlite3_stmt **insert, sqlite3_stmt *merge[2]) {
-        int r = prepare(
+        int r = sql_prepare(
                 s->db,
                 "INSERT OR REPLACE INTO chunks(series_id, start_ts, end_ts, count, data) VALUES (?1, ?2, ?3, ?4, ?5)",
                 insert);
         if (r == 0)
-                r = prepare(s->db, rollup_merge_sql[0], &merge[0]);
+                r = sql_prepare(s->db, rollup_merge_sql[0], &merge[0]);
         if (r == 0)
-                r = prepare(s->db, rollup_merge_sql[1], &merge[1]);
+                r = sql_prepare(s->db, rollup_merge_sql[1], &merge[1]);
         return r;
 }
 
@@ -278,12 +203,12 @@ static int close_out_recent(struct store *s) {
         int r, rc;
 
         /* Samples older than the watermark are in the rollups already. */
-        r = query_int(s->db,
-                      "SELECT coalesce((SELECT value FROM meta WHERE key = 'rolled_ms'), -9223372036854775807 - 1)",
-                      &rolled);
+        r = sql_query_int(s->db,
+                          "SELECT coalesce((SELECT value FROM meta WHERE key = 'rolled_ms'), -9223372036854775807 - 1)",
+                          &rolled);
         if (r < 0)
                 return r;
-        r = prepare(s->db, "SELECT ts, data FROM recent ORDER BY ts", &sel);
+        r = sql_prepare(s->db, "SELECT ts, data FROM recent ORDER BY ts", &sel);
         while (r == 0 && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
                 int64_t ts = sqlite3_column_int64(sel, 0);
                 const uint8_t *p = sqlite3_column_blob(sel, 1);
@@ -301,7 +226,7 @@ static int close_out_recent(struct store *s) {
                         all[n++] = (struct triple){ .id = get_le32(p), .ts = ts, .v = get_double(p + 4) };
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(sel);
         if (r < 0 || n == 0)
                 goto out;
@@ -329,12 +254,12 @@ static int close_out_recent(struct store *s) {
         free(ts);
         free(v);
         if (r == 0)
-                r = exec(s->db, "DELETE FROM recent");
+                r = sql_exec(s->db, "DELETE FROM recent");
 out:
         /* Everything stored is counted now; the next ticks may even be
          * older (a clock set back, a sped-up model restarted). */
         if (r == 0)
-                r = exec(s->db, "DELETE FROM meta WHERE key = 'rolled_ms'");
+                r = sql_exec(s->db, "DELETE FROM meta WHERE key = 'rolled_ms'");
         if (r == 0)
                 s->rolled_ms = INT64_MIN;
         sqlite3_finalize(insert);
@@ -354,7 +279,7 @@ static int migrate_from_1(struct store *s) {
 
         r = prepare_writers(s, &insert, merge);
         if (r == 0)
-                r = prepare(s->db, "SELECT series_id, ts, value FROM samples ORDER BY series_id, ts", &sel);
+                r = sql_prepare(s->db, "SELECT series_id, ts, value FROM samples ORDER BY series_id, ts", &sel);
         while (r == 0) {
                 rc = sqlite3_step(sel);
                 int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 0) : -1;
@@ -366,7 +291,7 @@ static int migrate_from_1(struct store *s) {
                 }
                 if (rc != SQLITE_ROW) {
                         if (r == 0 && rc != SQLITE_DONE)
-                                r = store_errno_from_sqlite(rc);
+                                r = sql_errno(rc);
                         break;
                 }
                 if (n == cap) {
@@ -393,13 +318,13 @@ static int migrate_from_1(struct store *s) {
         free(ts);
         free(v);
         if (r == 0)
-                r = exec(s->db, "DROP TABLE samples");
+                r = sql_exec(s->db, "DROP TABLE samples");
         return r;
 }
 
 static int check_integrity(sqlite3 *db) {
         sqlite3_stmt *st = NULL;
-        int r = prepare(db, "PRAGMA quick_check", &st);
+        int r = sql_prepare(db, "PRAGMA quick_check", &st);
         if (r < 0)
                 return r;
         int rc = sqlite3_step(st);
@@ -407,7 +332,7 @@ static int check_integrity(sqlite3 *db) {
                 const unsigned char *text = sqlite3_column_text(st, 0);
                 r = text && strcmp((const char *) text, "ok") == 0 ? 0 : -EUCLEAN;
         } else {
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
                 if (r == 0)
                         r = -EUCLEAN;
         }
@@ -417,12 +342,12 @@ static int check_integrity(sqlite3 *db) {
 
 static int setup_schema(struct store *s) {
         int64_t version = 0, tables = 0;
-        int r = query_int(s->db, "PRAGMA user_version", &version);
+        int r = sql_query_int(s->db, "PRAGMA user_version", &version);
         if (r < 0)
                 return r;
         if (version > STORE_SCHEMA_VERSION)
                 return -EPROTONOSUPPORT;
-        r = query_int(s->db, "SELECT count(*) FROM sqlite_master", &tables);
+        r = sql_query_int(s->db, "SELECT count(*) FROM sqlite_master", &tables);
         if (r < 0)
                 return r;
         /* auto_vacuum can be chosen only before the first table exists,
@@ -430,33 +355,32 @@ static int setup_schema(struct store *s) {
         /* 16 KiB pages hold several chunks each, with less left over at
          * the end of a page than 4 KiB ones. */
         if (tables == 0)
-                r = exec(s->db, "PRAGMA page_size = 16384; PRAGMA auto_vacuum = INCREMENTAL");
+                r = sql_exec(s->db, "PRAGMA page_size = 16384; PRAGMA auto_vacuum = INCREMENTAL");
         if (r == 0)
-                r = exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+                r = sql_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
         if (r == 0)
-                r = exec(s->db, "BEGIN IMMEDIATE");
+                r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r == 0)
-                r = exec(s->db, schema_sql);
+                r = sql_exec(s->db, schema_sql);
         if (r == 0 && version == 1)
                 r = migrate_from_1(s);
         if (r == 0 && version < STORE_SCHEMA_VERSION)
-                r = exec(s->db, "PRAGMA user_version = 2");
+                r = sql_exec(s->db, "PRAGMA user_version = 2");
         if (r == 0)
                 r = close_out_recent(s);
         if (r == 0)
-                r = exec(s->db, "COMMIT");
+                r = sql_exec(s->db, "COMMIT");
         if (r < 0) {
-                exec(s->db, "ROLLBACK");
+                sql_exec(s->db, "ROLLBACK");
                 return r;
         }
         int64_t vacuum_mode = 0;
-        r = query_int(s->db, "PRAGMA auto_vacuum", &vacuum_mode);
+        r = sql_query_int(s->db, "PRAGMA auto_vacuum", &vacuum_mode);
         if (r == 0 && vacuum_mode != 2)
-                r = exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM");
+                r = sql_exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM");
         return r;
 }
 
-static int64_t used_bytes(struct store *s);
 static int sync_ticks(struct store *s);
 
 /* Allocates a store for path with no database open yet. */
@@ -517,7 +441,7 @@ static int db_connect(struct store *s) {
                         close(fd);
         }
         if (r == 0)
-                r = open_connection(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
+                r = sql_open(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
                 r = check_integrity(s->db);
         if (r == 0)
@@ -525,9 +449,9 @@ static int db_connect(struct store *s) {
         if (r == 0)
                 r = prepare_writers(s, &s->st_chunk, s->st_merge);
         if (r == 0)
-                r = prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
+                r = sql_prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
-                r = open_connection(s->path, SQLITE_OPEN_READONLY, &read_db);
+                r = sql_open(s->path, SQLITE_OPEN_READONLY, &read_db);
         if (r < 0) {
                 db_disconnect(s);
                 return r;
@@ -536,7 +460,7 @@ static int db_connect(struct store *s) {
         pthread_mutex_lock(&s->read_lock);
         s->read_db = read_db;
         pthread_mutex_unlock(&s->read_lock);
-        int64_t bytes = used_bytes(s);
+        int64_t bytes = sql_used_bytes(s->db);
         pthread_mutex_lock(&s->stats_lock);
         s->stats.used_bytes = bytes;
         s->stats.unopened = false;
@@ -641,11 +565,11 @@ void store_close(struct store *s) {
         /* A deferred store's last chance to keep its ticks. */
         if (!s->db && s->n_ticks > 0)
                 attach(s);
-        if (s->db && s->n_ticks > 0 && sync_ticks(s) == 0 && exec(s->db, "BEGIN IMMEDIATE") == 0) {
+        if (s->db && s->n_ticks > 0 && sync_ticks(s) == 0 && sql_exec(s->db, "BEGIN IMMEDIATE") == 0) {
                 if (close_out_recent(s) == 0)
-                        exec(s->db, "COMMIT");
+                        sql_exec(s->db, "COMMIT");
                 else
-                        exec(s->db, "ROLLBACK");
+                        sql_exec(s->db, "ROLLBACK");
         }
         db_disconnect(s);
         pthread_mutex_destroy(&s->read_lock);
@@ -676,7 +600,7 @@ static int series_upsert(struct store *s, const struct series_desc *d, int64_t *
         const struct metric_desc *m = &metric_table[d->metric];
         size_t n_labels = metric_label_count(m);
         sqlite3_stmt *st = NULL;
-        int r = prepare(s->db, sql[n_labels], &st);
+        int r = sql_prepare(s->db, sql[n_labels], &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
@@ -688,7 +612,7 @@ static int series_upsert(struct store *s, const struct series_desc *d, int64_t *
         if (rc == SQLITE_ROW)
                 *ret_id = sqlite3_column_int64(st, 0);
         else
-                r = store_errno_from_sqlite(rc == SQLITE_DONE ? SQLITE_ERROR : rc);
+                r = sql_errno(rc == SQLITE_DONE ? SQLITE_ERROR : rc);
         sqlite3_finalize(st);
         return r;
 }
@@ -703,7 +627,7 @@ static int by_id_cmp(const void *a, const void *b) {
 /* Enters series[0..n) into the series table (one transaction), writing
  * their ids to ids and their order by id to by_id. */
 static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids, uint32_t *by_id) {
-        int r = exec(s->db, "BEGIN");
+        int r = sql_exec(s->db, "BEGIN");
         for (size_t i = 0; i < n && r == 0; i++) {
                 r = series_upsert(s, &series[i], &ids[i]);
                 by_id[i] = (uint32_t) i;
@@ -711,9 +635,9 @@ static int series_write(struct store *s, const struct series_desc *series, size_
                         r = -ERANGE;
         }
         if (r == 0)
-                r = exec(s->db, "COMMIT");
+                r = sql_exec(s->db, "COMMIT");
         if (r < 0) {
-                exec(s->db, "ROLLBACK");
+                sql_exec(s->db, "ROLLBACK");
                 return r;
         }
         sort_ids = ids;
@@ -750,10 +674,10 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
         if (r == 0 && s->n_ticks > 0) {
                 r = sync_ticks(s);
                 if (r == 0)
-                        r = exec(s->db, "BEGIN IMMEDIATE");
+                        r = sql_exec(s->db, "BEGIN IMMEDIATE");
                 if (r == 0) {
                         r = close_out_recent(s);
-                        r = exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK") < 0 && r == 0 ? -EIO : r;
+                        r = sql_exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK") < 0 && r == 0 ? -EIO : r;
                 }
                 if (r == 0)
                         s->n_ticks = s->n_durable = 0;
@@ -821,15 +745,6 @@ static size_t gather(const struct store *s, size_t i, size_t from, size_t to, in
         return k;
 }
 
-static int64_t used_bytes(struct store *s) {
-        int64_t pages = 0, free_pages = 0, page_size = 0;
-        if (query_int(s->db, "PRAGMA page_count", &pages) < 0 ||
-            query_int(s->db, "PRAGMA freelist_count", &free_pages) < 0 ||
-            query_int(s->db, "PRAGMA page_size", &page_size) < 0)
-                return 0;
-        return (pages - free_pages) * page_size;
-}
-
 /* Deletes rows of one tier older than cutoff, series by series so that
  * every delete is a range of the primary key. */
 static int delete_older(struct store *s, const char *table, const char *column, int64_t cutoff) {
@@ -837,18 +752,18 @@ static int delete_older(struct store *s, const char *table, const char *column, 
         sqlite3_stmt *st = NULL;
 
         snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE series_id = ?1 AND %s < ?2", table, column);
-        int r = prepare(s->db, sql, &st);
+        int r = sql_prepare(s->db, sql, &st);
         sqlite3_stmt *ids = NULL;
         if (r == 0)
-                r = prepare(s->db, "SELECT id FROM series", &ids);
+                r = sql_prepare(s->db, "SELECT id FROM series", &ids);
         int rc;
         while (r == 0 && (rc = sqlite3_step(ids)) == SQLITE_ROW) {
                 sqlite3_bind_int64(st, 1, sqlite3_column_int64(ids, 0));
                 sqlite3_bind_int64(st, 2, cutoff);
-                r = step_done(st);
+                r = sql_step_done(st);
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(ids);
         sqlite3_finalize(st);
         return r;
@@ -858,7 +773,7 @@ static int oldest(struct store *s, const char *table, const char *column, int64_
         char sql[200];
         snprintf(sql, sizeof(sql), "SELECT min((SELECT min(%s) FROM %s WHERE series_id = series.id)) FROM series",
                  column, table);
-        return query_int(s->db, sql, ret);
+        return sql_query_int(s->db, sql, ret);
 }
 
 /* Age limits per tier, then the size cap: while the pages in use exceed
@@ -880,7 +795,7 @@ static int enforce_retention(struct store *s, int64_t now_ms) {
 
         for (size_t t = 0; t < 3 && r == 0; t++)
                 r = delete_older(s, tiers[t].table, tiers[t].column, now_ms - keep[t]);
-        while (r == 0 && s->opt.size_cap_bytes > 0 && used_bytes(s) > (int64_t) s->opt.size_cap_bytes) {
+        while (r == 0 && s->opt.size_cap_bytes > 0 && sql_used_bytes(s->db) > (int64_t) s->opt.size_cap_bytes) {
                 int pick = -1;
                 int64_t from[3];
                 double worst = -1;
@@ -922,7 +837,7 @@ static int sync_ticks(struct store *s) {
                 r = -ENOMEM;
                 goto out;
         }
-        r = exec(s->db, "BEGIN IMMEDIATE");
+        r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 goto out;
         for (size_t t = s->n_durable; t < s->n_ticks && r == 0; t++) {
@@ -937,7 +852,7 @@ static int sync_ticks(struct store *s) {
                 }
                 sqlite3_bind_int64(recent, 1, s->tick_ts[t]);
                 sqlite3_bind_blob(recent, 2, blob, (int) len, SQLITE_STATIC);
-                r = step_done(recent);
+                r = sql_step_done(recent);
                 sqlite3_clear_bindings(recent);
         }
         /* Minutes that ended: their samples not yet rolled up. */
@@ -969,10 +884,10 @@ static int sync_ticks(struct store *s) {
                 }
                 sqlite3_stmt *del = NULL;
                 if (r == 0)
-                        r = prepare(s->db, "DELETE FROM recent WHERE ts <= ?1", &del);
+                        r = sql_prepare(s->db, "DELETE FROM recent WHERE ts <= ?1", &del);
                 if (r == 0) {
                         sqlite3_bind_int64(del, 1, s->tick_ts[n_chunk - 1]);
-                        r = step_done(del);
+                        r = sql_step_done(del);
                 }
                 sqlite3_finalize(del);
                 /* Retention runs once per chunk span of data at most. */
@@ -982,19 +897,19 @@ static int sync_ticks(struct store *s) {
                 }
         }
         if (r == 0)
-                r = exec(s->db, "COMMIT");
+                r = sql_exec(s->db, "COMMIT");
         if (r < 0) {
-                exec(s->db, "ROLLBACK");
+                sql_exec(s->db, "ROLLBACK");
                 goto out;
         }
         s->rolled_ms = rolled;
         if (retention) {
                 s->last_retention_ms = newest;
                 /* Gives freed pages back; harmless when it fails. */
-                exec(s->db, "PRAGMA incremental_vacuum");
+                sql_exec(s->db, "PRAGMA incremental_vacuum");
         }
         if (retention || n_chunk > 0) {
-                int64_t bytes = used_bytes(s);
+                int64_t bytes = sql_used_bytes(s->db);
                 pthread_mutex_lock(&s->stats_lock);
                 s->stats.used_bytes = bytes;
                 pthread_mutex_unlock(&s->stats_lock);
@@ -1109,5 +1024,5 @@ int store_set_page_limit(struct store *s, int64_t max_pages) {
                 return -EAGAIN;
         snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld",
                  (long long) (max_pages > 0 ? max_pages : 4294967294LL));
-        return exec(s->db, sql);
+        return sql_exec(s->db, sql);
 }
