@@ -6,6 +6,7 @@
 
 #include "storage/rollup.h"
 #include "storage/store.h"
+#include "storage/tickbuf.h"
 
 #define STORE_MINUTE_MS 60000
 #define STORE_HOUR_MS 3600000
@@ -19,22 +20,8 @@ struct store {
         /* The tick loop's statements, prepared once. */
         sqlite3_stmt *st_recent, *st_chunk, *st_merge[2];
 
-        /* Registered series, and their order sorted by series id (the order
-         * of entries in a recent row). The descriptions are kept for a
-         * database opened late (store_open_deferred()). */
-        size_t n_series;
-        struct series_desc *series;
-        int64_t *series_ids;
-        uint32_t *by_id;
-        uint8_t *is_gauge; /* [i]: kept to 24 significant bits */
-
-        /* Ticks not yet in chunks, oldest first: tick_ts[t], and
-         * values/valid[t * n_series + i]. The first n_durable are in the
-         * recent table. */
-        size_t n_ticks, cap_ticks, n_durable;
-        int64_t *tick_ts;
-        double *values;
-        uint8_t *valid;
+        /* The registered series and the ticks not yet in chunks. */
+        struct tickbuf buf;
         int64_t rolled_ms; /* samples older than this are in the rollups */
 
         uint64_t ticks_seen, retry_at, backoff;

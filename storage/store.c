@@ -544,14 +544,14 @@ int store_open_deferred(const char *path, const struct store_options *o, int err
         return 0;
 }
 
-static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids, uint32_t *by_id);
+static int series_write(struct store *s, struct tickbuf *b);
 
 /* Opens the database of a deferred store, as store_open_or_set_aside()
  * does, and enters the registered series. */
 static int attach(struct store *s) {
         int r = db_connect_or_set_aside(s, NULL, 0);
-        if (r >= 0 && s->tick_ts)
-                r = series_write(s, s->series, s->n_series, s->series_ids, s->by_id);
+        if (r >= 0 && s->buf.ts)
+                r = series_write(s, &s->buf);
         if (r < 0) {
                 db_disconnect(s);
                 return r;
@@ -563,9 +563,9 @@ void store_close(struct store *s) {
         if (!s)
                 return;
         /* A deferred store's last chance to keep its ticks. */
-        if (!s->db && s->n_ticks > 0)
+        if (!s->db && s->buf.n_ticks > 0)
                 attach(s);
-        if (s->db && s->n_ticks > 0 && sync_ticks(s) == 0 && sql_exec(s->db, "BEGIN IMMEDIATE") == 0) {
+        if (s->db && s->buf.n_ticks > 0 && sync_ticks(s) == 0 && sql_exec(s->db, "BEGIN IMMEDIATE") == 0) {
                 if (close_out_recent(s) == 0)
                         sql_exec(s->db, "COMMIT");
                 else
@@ -575,13 +575,7 @@ void store_close(struct store *s) {
         pthread_mutex_destroy(&s->read_lock);
         pthread_mutex_destroy(&s->stats_lock);
         free(s->path);
-        free(s->series);
-        free(s->series_ids);
-        free(s->by_id);
-        free(s->is_gauge);
-        free(s->tick_ts);
-        free(s->values);
-        free(s->valid);
+        tickbuf_free(&s->buf);
         free(s);
 }
 
@@ -624,12 +618,15 @@ static int by_id_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-/* Enters series[0..n) into the series table (one transaction), writing
- * their ids to ids and their order by id to by_id. */
-static int series_write(struct store *s, const struct series_desc *series, size_t n, int64_t *ids, uint32_t *by_id) {
+/* Enters b's series into the series table (one transaction), writing
+ * their ids and their order by id to b. */
+static int series_write(struct store *s, struct tickbuf *b) {
+        int64_t *ids = b->ids;
+        uint32_t *by_id = b->by_id;
+        size_t n = b->n_series;
         int r = sql_exec(s->db, "BEGIN");
         for (size_t i = 0; i < n && r == 0; i++) {
-                r = series_upsert(s, &series[i], &ids[i]);
+                r = series_upsert(s, &b->series[i], &ids[i]);
                 by_id[i] = (uint32_t) i;
                 if (r == 0 && ids[i] > UINT32_MAX)
                         r = -ERANGE;
@@ -646,17 +643,7 @@ static int series_write(struct store *s, const struct series_desc *series, size_
 }
 
 int store_register_series(struct store *s, const struct series_desc *series, size_t n) {
-        struct series_desc *copy = calloc(n ? n : 1, sizeof(*copy));
-        int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-        uint32_t *by_id = calloc(n ? n : 1, sizeof(*by_id));
-        uint8_t *is_gauge = calloc(n ? n : 1, 1);
-        int64_t *tick_ts = calloc(BUFFER_TICKS_MAX, sizeof(*tick_ts));
-        double *values = malloc(BUFFER_TICKS_MAX * (n ? n : 1) * sizeof(*values));
-        uint8_t *valid = malloc(BUFFER_TICKS_MAX * (n ? n : 1));
-        int r = 0;
-
-        if (!copy || !ids || !by_id || !is_gauge || !tick_ts || !values || !valid)
-                r = -ENOMEM;
+        struct tickbuf buf;
         /* The buffer holds the open chunk's ticks: a chunk span's worth,
          * CHUNK_TICKS_MAX at most, in steady state (9 bytes per series and
          * tick: 18 MiB for 6,624 series). Touching those rows now makes the
@@ -664,14 +651,13 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
          * limit trip at start-up, instead of growing through the first
          * span; the rest is the reserve for ticks waiting out a database
          * error, touched only then. Rows are written before they are read. */
-        if (r == 0) {
-                memset(values, 0, CHUNK_TICKS_MAX * (n ? n : 1) * sizeof(*values));
-                memset(valid, 0, CHUNK_TICKS_MAX * (n ? n : 1));
-        }
+        int r = tickbuf_init(&buf, series, n, BUFFER_TICKS_MAX, CHUNK_TICKS_MAX);
+        if (r < 0)
+                return r;
         /* Ticks buffered for the old series go to the database first. */
-        if (r == 0 && s->n_ticks > 0 && !s->db)
+        if (s->buf.n_ticks > 0 && !s->db)
                 r = attach(s);
-        if (r == 0 && s->n_ticks > 0) {
+        if (r == 0 && s->buf.n_ticks > 0) {
                 r = sync_ticks(s);
                 if (r == 0)
                         r = sql_exec(s->db, "BEGIN IMMEDIATE");
@@ -680,41 +666,17 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
                         r = sql_exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK") < 0 && r == 0 ? -EIO : r;
                 }
                 if (r == 0)
-                        s->n_ticks = s->n_durable = 0;
+                        s->buf.n_ticks = s->buf.n_durable = 0;
         }
         /* Without a database the ids come when it opens (attach()). */
         if (r == 0 && s->db)
-                r = series_write(s, series, n, ids, by_id);
+                r = series_write(s, &buf);
         if (r < 0) {
-                free(copy);
-                free(ids);
-                free(by_id);
-                free(is_gauge);
-                free(tick_ts);
-                free(values);
-                free(valid);
+                tickbuf_free(&buf);
                 return r;
         }
-        if (n > 0)
-                memcpy(copy, series, n * sizeof(*copy));
-        for (size_t i = 0; i < n; i++)
-                is_gauge[i] = metric_table[series[i].metric].type == METRIC_GAUGE;
-        free(s->series);
-        free(s->series_ids);
-        free(s->by_id);
-        free(s->is_gauge);
-        free(s->tick_ts);
-        free(s->values);
-        free(s->valid);
-        s->series = copy;
-        s->series_ids = ids;
-        s->by_id = by_id;
-        s->is_gauge = is_gauge;
-        s->tick_ts = tick_ts;
-        s->values = values;
-        s->valid = valid;
-        s->n_series = n;
-        s->cap_ticks = BUFFER_TICKS_MAX;
+        tickbuf_free(&s->buf);
+        s->buf = buf;
         return 0;
 }
 
@@ -728,21 +690,6 @@ static void put_double(uint8_t *p, double v) {
         memcpy(&u, &v, sizeof(u));
         for (int i = 0; i < 8; i++)
                 p[i] = (uint8_t) (u >> (8 * i));
-}
-
-/* Gathers series i's valid samples of ticks [from, to) with ts in
- * [lo, hi) into ts/v; returns how many. */
-static size_t gather(const struct store *s, size_t i, size_t from, size_t to, int64_t lo, int64_t hi, int64_t *ts,
-                     double *v) {
-        size_t k = 0;
-        for (size_t t = from; t < to; t++) {
-                size_t at = t * s->n_series + i;
-                if (s->valid[at] && s->tick_ts[t] >= lo && s->tick_ts[t] < hi) {
-                        ts[k] = s->tick_ts[t];
-                        v[k++] = s->values[at];
-                }
-        }
-        return k;
 }
 
 /* Deletes rows of one tier older than cutoff, series by series so that
@@ -824,15 +771,15 @@ static int sync_ticks(struct store *s) {
         int64_t *ts = NULL;
         double *v = NULL;
         uint8_t *blob = NULL;
-        int64_t newest = s->tick_ts[s->n_ticks - 1];
+        int64_t newest = s->buf.ts[s->buf.n_ticks - 1];
         int64_t roll_to = newest - newest % STORE_MINUTE_MS;
         size_t n_chunk = 0;
         bool retention = false;
         int r;
 
-        ts = malloc(s->n_ticks * sizeof(*ts));
-        v = malloc(s->n_ticks * sizeof(*v));
-        blob = malloc(s->n_series * STORE_RECENT_ENTRY + 1);
+        ts = malloc(s->buf.n_ticks * sizeof(*ts));
+        v = malloc(s->buf.n_ticks * sizeof(*v));
+        blob = malloc(s->buf.n_series * STORE_RECENT_ENTRY + 1);
         if (!ts || !v || !blob) {
                 r = -ENOMEM;
                 goto out;
@@ -840,26 +787,26 @@ static int sync_ticks(struct store *s) {
         r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 goto out;
-        for (size_t t = s->n_durable; t < s->n_ticks && r == 0; t++) {
+        for (size_t t = s->buf.n_durable; t < s->buf.n_ticks && r == 0; t++) {
                 size_t len = 0;
-                for (size_t k = 0; k < s->n_series; k++) {
-                        size_t i = s->by_id[k], at = t * s->n_series + i;
-                        if (!s->valid[at])
+                for (size_t k = 0; k < s->buf.n_series; k++) {
+                        size_t i = s->buf.by_id[k], at = t * s->buf.n_series + i;
+                        if (!s->buf.valid[at])
                                 continue;
-                        put_le32(blob + len, (uint32_t) s->series_ids[i]);
-                        put_double(blob + len + 4, s->values[at]);
+                        put_le32(blob + len, (uint32_t) s->buf.ids[i]);
+                        put_double(blob + len + 4, s->buf.values[at]);
                         len += STORE_RECENT_ENTRY;
                 }
-                sqlite3_bind_int64(recent, 1, s->tick_ts[t]);
+                sqlite3_bind_int64(recent, 1, s->buf.ts[t]);
                 sqlite3_bind_blob(recent, 2, blob, (int) len, SQLITE_STATIC);
                 r = sql_step_done(recent);
                 sqlite3_clear_bindings(recent);
         }
         /* Minutes that ended: their samples not yet rolled up. */
         if (r == 0 && roll_to > s->rolled_ms) {
-                for (size_t i = 0; i < s->n_series && r == 0; i++) {
-                        size_t k = gather(s, i, 0, s->n_ticks, s->rolled_ms, roll_to, ts, v);
-                        r = rollup_samples(merge, s->series_ids[i], ts, v, k);
+                for (size_t i = 0; i < s->buf.n_series && r == 0; i++) {
+                        size_t k = tickbuf_gather(&s->buf, i, 0, s->buf.n_ticks, s->rolled_ms, roll_to, ts, v);
+                        r = rollup_samples(merge, s->buf.ids[i], ts, v, k);
                 }
                 if (r == 0)
                         r = set_meta(s, "rolled_ms", roll_to);
@@ -867,26 +814,26 @@ static int sync_ticks(struct store *s) {
         int64_t rolled = roll_to > s->rolled_ms ? roll_to : s->rolled_ms;
         /* A chunk: leading ticks of one span, all rolled up, once the span
          * ended or the chunk is full. */
-        int64_t span = s->tick_ts[0] - s->tick_ts[0] % s->opt.chunk_ms;
-        while (n_chunk < s->n_ticks && n_chunk < CHUNK_TICKS_MAX && s->tick_ts[n_chunk] < rolled &&
-               s->tick_ts[n_chunk] - s->tick_ts[n_chunk] % s->opt.chunk_ms == span)
+        int64_t span = s->buf.ts[0] - s->buf.ts[0] % s->opt.chunk_ms;
+        while (n_chunk < s->buf.n_ticks && n_chunk < CHUNK_TICKS_MAX && s->buf.ts[n_chunk] < rolled &&
+               s->buf.ts[n_chunk] - s->buf.ts[n_chunk] % s->opt.chunk_ms == span)
                 n_chunk++;
-        bool span_ended = n_chunk < s->n_ticks && s->tick_ts[n_chunk] - s->tick_ts[n_chunk] % s->opt.chunk_ms != span;
+        bool span_ended = n_chunk < s->buf.n_ticks && s->buf.ts[n_chunk] - s->buf.ts[n_chunk] % s->opt.chunk_ms != span;
         if (!(span_ended || n_chunk == CHUNK_TICKS_MAX))
                 n_chunk = 0;
         if (r == 0 && n_chunk > 0) {
                 /* In id order: neighbours in the series index. */
-                for (size_t j = 0; j < s->n_series && r == 0; j++) {
-                        size_t i = s->by_id[j];
-                        size_t k = gather(s, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);
+                for (size_t j = 0; j < s->buf.n_series && r == 0; j++) {
+                        size_t i = s->buf.by_id[j];
+                        size_t k = tickbuf_gather(&s->buf, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);
                         if (k > 0)
-                                r = chunk_samples(s, insert, s->series_ids[i], ts, v, k);
+                                r = chunk_samples(s, insert, s->buf.ids[i], ts, v, k);
                 }
                 sqlite3_stmt *del = NULL;
                 if (r == 0)
                         r = sql_prepare(s->db, "DELETE FROM recent WHERE ts <= ?1", &del);
                 if (r == 0) {
-                        sqlite3_bind_int64(del, 1, s->tick_ts[n_chunk - 1]);
+                        sqlite3_bind_int64(del, 1, s->buf.ts[n_chunk - 1]);
                         r = sql_step_done(del);
                 }
                 sqlite3_finalize(del);
@@ -914,14 +861,9 @@ static int sync_ticks(struct store *s) {
                 s->stats.used_bytes = bytes;
                 pthread_mutex_unlock(&s->stats_lock);
         }
-        if (n_chunk > 0) {
-                memmove(s->tick_ts, s->tick_ts + n_chunk, (s->n_ticks - n_chunk) * sizeof(*s->tick_ts));
-                memmove(s->values, s->values + n_chunk * s->n_series,
-                        (s->n_ticks - n_chunk) * s->n_series * sizeof(*s->values));
-                memmove(s->valid, s->valid + n_chunk * s->n_series, (s->n_ticks - n_chunk) * s->n_series);
-                s->n_ticks -= n_chunk;
-        }
-        s->n_durable = s->n_ticks;
+        if (n_chunk > 0)
+                tickbuf_drop_front(&s->buf, n_chunk);
+        s->buf.n_durable = s->buf.n_ticks;
 out:
         free(ts);
         free(v);
@@ -929,57 +871,25 @@ out:
         return r;
 }
 
-/* Rounds a gauge that is not a whole number to 24 significant bits (a
- * float's precision, relative error below 6e-8), ties to even; whole
- * numbers (bytes in use), infinities and NaN stay as they are. Ratios such
- * as utilization are measured far less finely than a double holds, and
- * their random low bits would cost 3-4 bytes a sample whatever the
- * encoding. Counters stay exact: rates are their differences. */
-static double round_gauge(double v) {
-        enum { DROP = 52 - 23 };
-        const uint64_t mask = (UINT64_C(1) << DROP) - 1, exponent_all_ones = UINT64_C(0x7ff) << 52;
-        uint64_t u;
-        memcpy(&u, &v, sizeof(u));
-        if ((u & exponent_all_ones) == exponent_all_ones || v == floor(v))
-                return v;
-        /* Below 2^52 nothing rounds up into the infinities: those are whole. */
-        u = (u + (mask >> 1) + ((u >> DROP) & 1)) & ~mask;
-        memcpy(&v, &u, sizeof(v));
-        return v;
-}
-
-static void drop_oldest_tick(struct store *s) {
-        memmove(s->tick_ts, s->tick_ts + 1, (s->n_ticks - 1) * sizeof(*s->tick_ts));
-        memmove(s->values, s->values + s->n_series, (s->n_ticks - 1) * s->n_series * sizeof(*s->values));
-        memmove(s->valid, s->valid + s->n_series, (s->n_ticks - 1) * s->n_series);
-        s->n_ticks--;
-        if (s->n_durable > 0)
-                s->n_durable--;
-        pthread_mutex_lock(&s->stats_lock);
-        s->stats.ticks_dropped++;
-        pthread_mutex_unlock(&s->stats_lock);
-}
-
 bool store_rollup_due(const struct store *s, int64_t timestamp_ms) {
         int64_t roll_to = timestamp_ms - timestamp_ms % STORE_MINUTE_MS;
         /* The newest buffered tick is not rolled up yet and its minute ended. */
-        return s->n_ticks > 0 && s->tick_ts[s->n_ticks - 1] >= s->rolled_ms && s->tick_ts[s->n_ticks - 1] < roll_to;
+        return s->buf.n_ticks > 0 && s->buf.ts[s->buf.n_ticks - 1] >= s->rolled_ms &&
+               s->buf.ts[s->buf.n_ticks - 1] < roll_to;
 }
 
 int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n) {
         int r = 0;
 
-        if (n != s->n_series || !s->tick_ts)
+        if (n != s->buf.n_series || !s->buf.ts)
                 return -EINVAL;
-        if (s->n_ticks > 0 && timestamp_ms <= s->tick_ts[s->n_ticks - 1])
+        if (s->buf.n_ticks > 0 && timestamp_ms <= s->buf.ts[s->buf.n_ticks - 1])
                 return -EINVAL;
-        if (s->n_ticks == s->cap_ticks)
-                drop_oldest_tick(s);
-        s->tick_ts[s->n_ticks] = timestamp_ms;
-        for (size_t i = 0; i < n; i++)
-                s->values[s->n_ticks * n + i] = s->is_gauge[i] ? round_gauge(values[i]) : values[i];
-        memcpy(s->valid + s->n_ticks * n, valid, n);
-        s->n_ticks++;
+        if (tickbuf_push(&s->buf, timestamp_ms, values, valid) > 0) {
+                pthread_mutex_lock(&s->stats_lock);
+                s->stats.ticks_dropped++;
+                pthread_mutex_unlock(&s->stats_lock);
+        }
         s->ticks_seen++;
 
         /* While degraded, retry after 1, 2, 4 ... ticks, at most 64. */
