@@ -139,10 +139,9 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                         if (strcmp(fields[2], driver_ecc_names[i]) == 0)
                                 e = i;
                 if (e < 0) {
-                        snprintf(err, errlen,
-                                 "fault '%s': ECC type '%s' is not mem_ecc_uncorrected, mem_ecc_repairable_uncorrected "
-                                 "or sram_ecc_uncorrected",
-                                 text, fields[2]);
+                        _Static_assert(DRIVER_ECC__COUNT == 3, "the message names every ECC type");
+                        snprintf(err, errlen, "fault '%s': ECC type '%s' is not %s, %s or %s", text, fields[2],
+                                 driver_ecc_names[0], driver_ecc_names[1], driver_ecc_names[2]);
                         return -EINVAL;
                 }
                 f.ecc = (enum driver_ecc) e;
