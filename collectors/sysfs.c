@@ -52,16 +52,12 @@ struct sysfs {
         uint8_t *dev_mem_ok;
 };
 
-/* A sysfs attribute longer than the buffer is not one we know: refuse it. */
-static int read_attr(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
-        int r = file_read_at(dir_fd, path, buf, size, ret_len);
-        return r > 0 ? -EFBIG : r;
-}
-
 static int read_string(int dir_fd, const char *path, char *out, size_t size) {
         char buf[256];
         size_t len;
-        int r = read_attr(dir_fd, path, buf, sizeof(buf), &len);
+        /* A sysfs attribute longer than the buffer is not one we know:
+         * file_read_at() refuses it. */
+        int r = file_read_at(dir_fd, path, buf, sizeof(buf), 0, &len);
         if (r < 0)
                 return r;
         return sysfs_parse_string(buf, len, out, size);
@@ -375,7 +371,7 @@ static int read_source(struct sysfs *s, struct source *src, double *ret) {
         char buf[ATTR_MAX];
         size_t len;
         uint64_t v;
-        int r = read_attr(s->root_fd, src->path, buf, sizeof(buf), &len);
+        int r = file_read_at(s->root_fd, src->path, buf, sizeof(buf), 0, &len);
         if (r < 0) {
                 /* A failed read of pe_cntrs breaks the delta chain. */
                 src->has_prev = false;
