@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "lib/file.h"
 #include "lib/log.h"
 #include "web/admin.h"
 #include "web/http.h"
@@ -86,46 +87,25 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
 }
 
 int http_read_pem(const char *path, const char *what, char **ret, char *err, size_t errlen) {
-        char marker[32];
+        char marker[32], why[128];
         char *text = NULL;
-        size_t n = 0;
-        int r = 0;
-        FILE *f = fopen(path, "re");
+        size_t len;
 
-        if (!f) {
-                r = -errno;
-                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
+        int r = file_read_text(path, PEM_MAX, &text, &len, why, sizeof(why));
+        if (r == -EFBIG)
+                snprintf(err, errlen, "%s %s; is it a PEM file?", path, why);
+        else if (r < 0)
+                snprintf(err, errlen, "reading %s: %s", path, why);
+        if (r < 0)
                 return r;
-        }
-        text = malloc(PEM_MAX + 1);
-        if (!text) {
-                r = -ENOMEM;
-                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
-                goto out;
-        }
-        errno = 0;
-        n = fread(text, 1, PEM_MAX + 1, f);
-        text[n > PEM_MAX ? PEM_MAX : n] = '\0';
-        if (ferror(f)) {
-                r = errno ? -errno : -EIO; /* EISDIR for a directory */
-                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
-                goto out;
-        }
         snprintf(marker, sizeof(marker), "%s-----", what);
-        if (n > PEM_MAX) {
-                r = -EFBIG;
-                snprintf(err, errlen, "%s is larger than %d KiB; is it a PEM file?", path, PEM_MAX / 1024);
-        } else if (!strstr(text, "-----BEGIN ") || !strstr(text, marker)) {
-                r = -EINVAL;
+        if (!strstr(text, "-----BEGIN ") || !strstr(text, marker)) {
                 snprintf(err, errlen, "%s holds no PEM %s", path, what);
-        }
-out:
-        if (r == 0)
-                *ret = text;
-        else
                 http_free_pem(text);
-        fclose(f);
-        return r;
+                return -EINVAL;
+        }
+        *ret = text;
+        return 0;
 }
 
 void http_free_pem(char *pem) {
