@@ -279,11 +279,12 @@ static const char *root_of(const struct collector_args *args) {
 }
 
 /* Opens the root and lists its devices. Returns the count (> 0), -ENODEV
- * when the driver directory is missing or empty, or another errno. */
+ * when the driver directory is missing or empty, or another errno (the
+ * root's own: -ENOENT, -ENOTDIR, -EACCES ...). */
 static int list_devices(const char *root, int *ret_fd, unsigned *out, size_t max) {
         int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return errno == ENOENT || errno == ENOTDIR ? -ENODEV : -errno;
+                return -errno;
         int n = list_numbered(fd, SYSFS_DEVICE_DIR, "neuron", out, max);
         if (n == -ENOENT || n == -ENOTDIR || n == 0)
                 n = -ENODEV;
@@ -300,6 +301,9 @@ static int sysfs_probe(const struct collector_args *args) {
         unsigned idx[MAX_DEVICES];
         int fd;
         int n = list_devices(root, &fd, idx, MAX_DEVICES);
+        /* No root is no driver, for "auto". */
+        if (n == -ENOENT || n == -ENOTDIR)
+                n = -ENODEV;
         if (n < 0) {
                 snprintf(args->err, args->errlen, "%s/%s %s", root, SYSFS_DEVICE_DIR,
                          n == -ENODEV ? "is missing or lists no devices" : strerror(-n));
@@ -330,9 +334,16 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
         }
 
         r = list_devices(root, &s->root_fd, idx, MAX_DEVICES);
+        if (r == -ENODEV) {
+                /* The driver may load later: not the settings' fault. */
+                snprintf(args->err, args->errlen, "sysfs: %s/%s is missing or lists no devices", root,
+                         SYSFS_DEVICE_DIR);
+                goto fail;
+        }
         if (r < 0) {
-                snprintf(args->err, args->errlen, "sysfs: %s/%s %s", root, SYSFS_DEVICE_DIR,
-                         r == -ENODEV ? "is missing or lists no devices" : strerror(-r));
+                /* A root that is no directory is a bad setting. */
+                snprintf(args->err, args->errlen, "sysfs: the root %s: %s", root, strerror(-r));
+                r = -EINVAL;
                 goto fail;
         }
         unsigned n = (unsigned) r;

@@ -203,12 +203,25 @@ static void sysfs_open__no_devices__enodev(void **state) {
         char dir[600];
         snprintf(dir, sizeof(dir), "%s/" DEV "neuron0", scratch);
         rm_rf(dir);
-        assert_int_equal(collector_open_spec("sysfs:/nonexistent-root", &c, err, sizeof(err)), -ENODEV);
         char spec[600];
         snprintf(spec, sizeof(spec), "sysfs:%s", root);
         assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -ENODEV);
         assert_non_null(strstr(err, "lists no devices"));
         struct collector_args args = { .options = root, .err = err, .errlen = sizeof(err) };
+        assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
+}
+
+static void sysfs_open__missing_root__einval(void **state) {
+        struct collector *c = NULL;
+        char err[256];
+        /* The root is a setting: a bad one is a usage error; no driver under
+         * a good one is not (it may load later). */
+        assert_int_equal(collector_open_spec("sysfs:/nonexistent-root", &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "the root /nonexistent-root: No such file or directory"));
+        assert_int_equal(collector_open_spec("sysfs:/dev/null", &c, err, sizeof(err)), -EINVAL);
+        assert_null(c);
+        /* For auto, no root is no driver. */
+        struct collector_args args = { .options = "/nonexistent-root", .err = err, .errlen = sizeof(err) };
         assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
 }
 
@@ -437,6 +450,7 @@ int main(void) {
                 cmocka_unit_test(sysfs_open__inf1_tree__no_v2_series),
                 cmocka_unit_test_teardown(sysfs_open__unknown_chip__capacity_absent, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_open__no_devices__enodev, scratch_teardown),
+                cmocka_unit_test(sysfs_open__missing_root__einval),
                 cmocka_unit_test(sysfs_probe__fixture__usable),
                 cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__damaged_files__series_absent_then_recover, scratch_teardown),
