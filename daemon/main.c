@@ -107,6 +107,8 @@ static int read_http_files(struct daemon *d) {
                 r = http_read_pem(s->tls_cert, "CERTIFICATE", &d->tls_cert, err, sizeof(err));
                 if (r >= 0)
                         r = http_read_pem(s->tls_key, "PRIVATE KEY", &d->tls_key, err, sizeof(err));
+                if (r >= 0)
+                        r = http_check_tls(d->tls_cert, d->tls_key, err, sizeof(err));
         }
         if (r < 0) {
                 fprintf(stderr, "neurond: %s\n", err);

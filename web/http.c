@@ -108,6 +108,42 @@ int http_read_pem(const char *path, const char *what, char **ret, char *err, siz
         return 0;
 }
 
+/* Keeps libmicrohttpd's first complaint (GnuTLS's reason) for
+ * http_check_tls(). */
+struct tls_check {
+        char *err;
+        size_t errlen;
+        bool said;
+};
+
+__attribute__((format(printf, 2, 0))) static void on_tls_check_log(void *cls, const char *fmt, va_list ap) {
+        struct tls_check *check = cls;
+        if (check->said)
+                return;
+        int n = snprintf(check->err, check->errlen, "tls_cert and tls_key: ");
+        if (n > 0 && (size_t) n < check->errlen)
+                vsnprintf(check->err + n, check->errlen - (size_t) n, fmt, ap);
+        check->err[strcspn(check->err, "\n")] = '\0';
+        check->said = true;
+}
+
+int http_check_tls(const char *cert, const char *key, char *err, size_t errlen) {
+        struct tls_check check = { .err = err, .errlen = errlen };
+        /* A server without a socket or a thread, which no request reaches:
+         * starting it loads the pair into GnuTLS as serving would. */
+        struct MHD_Daemon *mhd =
+                MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TLS | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+                                 NULL, MHD_OPTION_EXTERNAL_LOGGER, on_tls_check_log, &check, MHD_OPTION_HTTPS_MEM_CERT,
+                                 cert, MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+        if (!mhd) {
+                if (!check.said)
+                        snprintf(err, errlen, "tls_cert and tls_key: not a certificate and its private key");
+                return -EINVAL;
+        }
+        MHD_stop_daemon(mhd);
+        return 0;
+}
+
 void http_free_pem(char *pem) {
         if (pem)
                 explicit_bzero(pem, strlen(pem));
