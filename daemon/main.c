@@ -198,6 +198,15 @@ static int open_store(struct daemon *d) {
                         log_error("starting without a database: %s", strerror(-r));
                         return EXIT_FAILURE;
                 }
+        } else if (r == -EBUSY) {
+                long pid = 0;
+                if (store_lock_holder(s->db_path, &pid) == 0)
+                        log_error("database %s is in use by another neurond (pid %ld, in %s.lock); one daemon per "
+                                  "database",
+                                  s->db_path, pid, s->db_path);
+                else
+                        log_error("database %s is in use by another process; one daemon per database", s->db_path);
+                return EXIT_USAGE;
         } else if (r == -EPROTONOSUPPORT) {
                 log_error("database %s was written by a newer neurond; refusing to touch it", s->db_path);
                 return EXIT_USAGE;

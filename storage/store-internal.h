@@ -30,6 +30,7 @@
 struct store {
         struct store_options opt;
         char *path;
+        int lock_fd;      /* PATH.lock, flock()ed; -1 until the first connect */
         sqlite3 *db;      /* the tick loop's connection */
         sqlite3 *read_db; /* queries' connection, serialised by read_lock */
         pthread_mutex_t read_lock;
@@ -49,10 +50,14 @@ struct store {
 
 /* ---- store-open.c ---- */
 
-/* Opens both connections, checks the file, brings the schema up to date
- * and prepares the tick loop's statements; on failure the store is left
- * without connections, to be tried again. */
+/* Takes the database's lock first (once: it is kept until store_close()),
+ * then opens both connections, checks the file, brings the schema up to
+ * date and prepares the tick loop's statements; on failure the store is
+ * left without connections, to be tried again. */
 int store_db_connect(struct store *s);
+
+/* Lets go of the lock, leaving PATH.lock empty: a pid in it names a holder. */
+void store_unlock(struct store *s);
 
 /* store_db_connect(), and when the file is damaged, sets it aside (see
  * store_open_or_set_aside()) and connects to a new one: 1 then. */

@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/file.h"
+#include "lib/parse.h"
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
@@ -43,6 +46,60 @@ void store_db_disconnect(struct store *s) {
         s->db = NULL;
 }
 
+/* One daemon per database: two writing one file would both run, each
+ * with its own idea of what is stored, and lose ticks. The lock is an
+ * exclusive flock() on PATH.lock, a file that stays (removing it would let
+ * a third process lock a new file while the second holds the old one),
+ * taken before anything is written and with the holder's pid in it. SQLite
+ * uses POSIX locks, which flock() does not touch. */
+static int store_lock(struct store *s) {
+        char name[4200], pid[32];
+
+        if (s->lock_fd >= 0)
+                return 0;
+        snprintf(name, sizeof(name), "%s.lock", s->path);
+        int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                close(fd);
+                return r;
+        }
+        /* The pid only helps the one refused: a full disk that keeps it
+         * out costs nothing more. */
+        int n = snprintf(pid, sizeof(pid), "%ld\n", (long) getpid());
+        if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t) n, 0) != n)
+                (void) ftruncate(fd, 0);
+        s->lock_fd = fd;
+        return 0;
+}
+
+void store_unlock(struct store *s) {
+        if (s->lock_fd < 0)
+                return;
+        (void) ftruncate(s->lock_fd, 0);
+        close(s->lock_fd);
+        s->lock_fd = -1;
+}
+
+int store_lock_holder(const char *path, long *ret_pid) {
+        char name[4200], text[32];
+        size_t len;
+        uint64_t pid;
+
+        snprintf(name, sizeof(name), "%s.lock", path);
+        int r = file_read_at(AT_FDCWD, name, text, sizeof(text) - 1, 0, &len);
+        if (r < 0)
+                return r;
+        text[len] = '\0';
+        text[strcspn(text, "\n")] = '\0';
+        if (parse_uint_range(text, 1, INT32_MAX, &pid) < 0)
+                return -ENODATA;
+        *ret_pid = (long) pid;
+        return 0;
+}
+
 /* The database, its -wal and its -shm file are opened (made) with open(2)
  * first, because its errno tells a full or read-only file system (ENOSPC,
  * EROFS) from a missing directory or a permission (ENOENT, EACCES): SQLite
@@ -52,7 +109,7 @@ void store_db_disconnect(struct store *s) {
 int store_db_connect(struct store *s) {
         static const char *const suffix[] = { "", "-wal", "-shm" };
         sqlite3 *read_db = NULL;
-        int r = 0;
+        int r = store_lock(s);
 
         for (size_t i = 0; i < 3 && r == 0; i++) {
                 char name[4200];

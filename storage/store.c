@@ -33,6 +33,7 @@ static int store_new(const char *path, const struct store_options *o, struct sto
                 return -ENOMEM;
         }
         s->opt = *o;
+        s->lock_fd = -1;
         s->rolled_ms = INT64_MIN;
         s->backoff = 1;
         pthread_mutex_init(&s->read_lock, NULL);
@@ -115,6 +116,7 @@ void store_close(struct store *s) {
                         sql_exec(s->db, "ROLLBACK");
         }
         store_db_disconnect(s);
+        store_unlock(s);
         pthread_mutex_destroy(&s->read_lock);
         pthread_mutex_destroy(&s->stats_lock);
         free(s->path);

@@ -9,8 +9,14 @@
  * -EIO for I/O and corruption, -ENOSPC for a full disk, -EROFS for a
  * read-only database, -ENOMEM, -EINVAL for bad arguments, -EUCLEAN for a
  * damaged database file, -EAGAIN when no database is open yet (see
- * store_open_deferred()). Opening passes open(2)'s errno on: -ENOENT,
+ * store_open_deferred()), -EBUSY when another process holds the
+ * database's lock (see below). Opening passes open(2)'s errno on: -ENOENT,
  * -EACCES, -EROFS, -ENOSPC ...
+ *
+ * One process per database: a store holds an exclusive flock() on
+ * PATH.lock from before it first writes (at open, or for a deferred store
+ * when the database opens) until store_close(). The file holds the
+ * holder's pid while it is held and is left in place, empty, after.
  *
  * Threading: store_register_series() and store_append() are called by one
  * thread (the tick loop); store_query_range() may be called from any number
@@ -66,6 +72,11 @@ int store_open_or_set_aside(const char *path, const struct store_options *o, str
  * aside), enters the registered series and writes the ticks. Until then
  * queries fail with -EAGAIN. */
 int store_open_deferred(const char *path, const struct store_options *o, int error, struct store **ret);
+
+/* The pid of the process that holds the lock of the database at path,
+ * after an open failed with -EBUSY. Returns 0, -ENODATA when the lock file
+ * names none, or the errno of reading it. */
+int store_lock_holder(const char *path, long *ret_pid);
 
 /* Writes what is buffered (for a deferred store: after one more attempt to
  * open the database), then closes. */

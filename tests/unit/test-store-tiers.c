@@ -695,6 +695,85 @@ static void store_open_deferred__damaged_file__set_aside_when_opened(void **stat
         store_close(s);
 }
 
+/* One process per database: a second store on the file is refused before
+ * it writes anything, and the holder's pid is there to name; the holder
+ * goes on storing. */
+static void store_open__locked__ebusy_naming_holder(void **state) {
+        (void) state;
+        char path[128];
+        struct store *other = NULL;
+        struct store_options o;
+        long pid = 0;
+        store_options_init(&o);
+        struct store *s = open_store("one.db", NULL);
+        append_ticks(s, 10, 1000);
+        path_of(path, sizeof(path), "one.db");
+        assert_int_equal(store_open(path, &other), -EBUSY);
+        assert_int_equal(store_open_or_set_aside(path, &o, &other, NULL, 0), -EBUSY);
+        assert_null(other);
+        assert_int_equal(store_lock_holder(path, &pid), 0);
+        assert_int_equal(pid, (long) getpid());
+        append_ticks(s, 10, 1000);
+        store_close(s);
+        /* Let go: the file stays, naming no one. */
+        assert_int_equal(store_lock_holder(path, &pid), -ENODATA);
+        s = open_store("one.db", NULL);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        store_close(s);
+}
+
+/* The lock is taken before the integrity check: a second store never sets
+ * the holder's file aside; and setting a damaged file aside keeps it. */
+static void store_open_or_set_aside__damaged__keeps_the_lock(void **state) {
+        (void) state;
+        char path[128], aside[256] = "";
+        struct store *s = NULL, *other = NULL;
+        struct store_options o;
+        store_options_init(&o);
+        path_of(path, sizeof(path), "junk.db");
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < 8192; i++)
+                fputc(i * 7 % 251, f);
+        fclose(f);
+        assert_int_equal(store_open_or_set_aside(path, &o, &s, aside, sizeof(aside)), 1);
+        assert_int_equal(store_open_or_set_aside(path, &o, &other, NULL, 0), -EBUSY);
+        assert_null(other);
+        store_close(s);
+        assert_int_equal(store_open_or_set_aside(path, &o, &s, NULL, 0), 0);
+        store_close(s);
+}
+
+/* A deferred store whose database another process holds waits, degraded,
+ * and takes the lock and stores what it held once the other lets go. */
+static void store_open_deferred__locked__waits_for_the_lock(void **state) {
+        (void) state;
+        char path[128];
+        struct store *s = NULL;
+        struct history_stats st;
+        struct store_options o;
+        store_options_init(&o);
+        path_of(path, sizeof(path), "two.db");
+        struct store *holder = open_store("two.db", NULL);
+        assert_int_equal(store_open_deferred(path, &o, -EROFS, &s), 0);
+        assert_int_equal(store_register_series(s, series, N_SERIES), 0);
+        for (int k = 0; k < 10; k++)
+                assert_int_equal(append_tick(s, 1000), -EBUSY);
+        store_get_stats(s, &st);
+        assert_true(st.degraded && st.unopened);
+        assert_int_equal(st.last_error, -EBUSY);
+        store_close(holder);
+        int opened = -1;
+        for (int k = 0; k < 70 && opened < 0; k++)
+                if (append_tick(s, 1000) == 0)
+                        opened = k;
+        assert_true(opened >= 0);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(store_query_range__raw_tier__matches_naive, setup, teardown),
@@ -715,6 +794,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_close__deferred__writes_held_ticks, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open_deferred__damaged_file__set_aside_when_opened, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(store_open__locked__ebusy_naming_holder, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_or_set_aside__damaged__keeps_the_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_deferred__locked__waits_for_the_lock, setup, teardown),
         };
         return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);
 }
