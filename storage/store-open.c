@@ -13,25 +13,6 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-/* PRAGMA quick_check: -EUCLEAN unless it answers "ok". */
-static int check_integrity(sqlite3 *db) {
-        sqlite3_stmt *st = NULL;
-        int r = sql_prepare(db, "PRAGMA quick_check", &st);
-        if (r < 0)
-                return r;
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                const unsigned char *text = sqlite3_column_text(st, 0);
-                r = text && strcmp((const char *) text, "ok") == 0 ? 0 : -EUCLEAN;
-        } else {
-                r = sql_errno(rc);
-                if (r == 0)
-                        r = -EUCLEAN;
-        }
-        sqlite3_finalize(st);
-        return r;
-}
-
 void store_db_disconnect(struct store *s) {
         sqlite3_finalize(s->st_recent);
         sqlite3_finalize(s->st_chunk);
@@ -123,7 +104,7 @@ int store_db_connect(struct store *s) {
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
-                r = check_integrity(s->db);
+                r = sql_quick_check(s->db);
         if (r == 0)
                 r = store_schema_setup(s);
         if (r == 0)
@@ -136,20 +117,25 @@ int store_db_connect(struct store *s) {
                 store_db_disconnect(s);
                 return r;
         }
-        /* Queries run on other threads; they find read_db under the lock. */
+        int64_t bytes = sql_used_bytes(s->db);
+        /* Queries run on other threads; they find read_db under the lock,
+         * and the generation it belongs to with it. */
         pthread_mutex_lock(&s->read_lock);
         s->read_db = read_db;
-        pthread_mutex_unlock(&s->read_lock);
-        int64_t bytes = sql_used_bytes(s->db);
         pthread_mutex_lock(&s->stats_lock);
+        s->generation++;
+        s->damaged = false;
         s->stats.used_bytes = bytes;
         s->stats.unopened = false;
         pthread_mutex_unlock(&s->stats_lock);
+        pthread_mutex_unlock(&s->read_lock);
         return 0;
 }
 
-int store_db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len) {
-        int r = store_db_connect(s);
+int store_db_connect_or_set_aside(struct store *s, bool damaged) {
+        /* Either way the lock is held here: taken by the connect that
+         * found the damage, or before the connection that found it. */
+        int r = damaged ? -EUCLEAN : store_db_connect(s);
         if (r != -EUCLEAN)
                 return r;
         /* The WAL belongs to the damaged file: it moves with it, or SQLite
@@ -162,14 +148,34 @@ int store_db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len
                 snprintf(to, sizeof(to), "%s.damaged-%lld%s", s->path, now, suffix[i]);
                 if (rename(from, to) < 0 && errno != ENOENT)
                         return -errno;
-                if (i == 0 && aside)
-                        snprintf(aside, aside_len, "%s", to);
+                if (i == 0)
+                        snprintf(s->aside, sizeof(s->aside), "%s", to);
         }
-        r = store_db_connect(s);
-        if (r < 0)
-                return r;
+        /* Set aside; if the new file cannot be made now, a retry makes it.
+         * It will hold none of the ticks in memory. */
+        s->buf.n_durable = 0;
         pthread_mutex_lock(&s->stats_lock);
-        s->stats.damaged_set_aside = 1;
+        s->damaged = false;
+        s->stats.damaged_set_aside++;
         pthread_mutex_unlock(&s->stats_lock);
-        return 1;
+        r = store_db_connect(s);
+        return r < 0 ? r : 1;
+}
+
+void store_note_damage(struct store *s, uint64_t generation) {
+        pthread_mutex_lock(&s->stats_lock);
+        /* A finding about a file set aside since is old news. */
+        if (generation != 0 && generation == s->generation) {
+                s->damaged = true;
+                s->stats.degraded = true;
+                s->stats.last_error = -EUCLEAN;
+        }
+        pthread_mutex_unlock(&s->stats_lock);
+}
+
+uint64_t store_generation(struct store *s) {
+        pthread_mutex_lock(&s->stats_lock);
+        uint64_t generation = s->generation;
+        pthread_mutex_unlock(&s->stats_lock);
+        return generation;
 }

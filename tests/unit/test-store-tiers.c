@@ -774,6 +774,78 @@ static void store_open_deferred__locked__waits_for_the_lock(void **state) {
         store_close(s);
 }
 
+/* Writes every page of the WAL into the file, from a connection of the
+ * test's own, then overwrites the file after its header with junk: every
+ * page a new connection reads from the file is damaged. */
+static void damage_under_store(const char *path) {
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fseek(f, 100, SEEK_SET);
+        for (long i = 100; i < size; i++)
+                fputc(0xA5, f);
+        fclose(f);
+}
+
+/* A file damaged while the store has it open: the scheduled check finds
+ * it and the store turns degraded; the next write sets the file aside and
+ * starts a new one, which gets every tick held in memory. */
+static void store_append__damaged_while_open__set_aside_with_the_ticks(void **state) {
+        (void) state;
+        char path[128], body[512];
+        struct history_stats st;
+        struct store_options o;
+        store_options_init(&o);
+        o.check_interval_ms = 100;
+        path_of(path, sizeof(path), "live.db");
+        struct store *s = open_store("live.db", &o);
+        append_ticks(s, 20, 1000);
+        /* Checks of a sound file find nothing. */
+        usleep(300 * 1000);
+        store_get_stats(s, &st);
+        assert_false(st.degraded);
+
+        damage_under_store(path);
+        for (int k = 0; k < 100 && !st.degraded; k++) {
+                usleep(50 * 1000);
+                store_get_stats(s, &st);
+        }
+        assert_true(st.degraded);
+        assert_int_equal(st.last_error, -EUCLEAN);
+        assert_int_equal(st.damaged_set_aside, 0);
+        assert_int_equal(healthz(s, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "\"status\":\"degraded\""));
+        assert_string_equal(store_set_aside_name(s), "");
+
+        assert_int_equal(append_tick(s, 1000), 0);
+        store_get_stats(s, &st);
+        assert_false(st.degraded);
+        assert_int_equal(st.damaged_set_aside, 1);
+        const char *aside = store_set_aside_name(s);
+        assert_int_equal(strncmp(aside, path, strlen(path)), 0);
+        assert_int_equal(strncmp(aside + strlen(path), ".damaged-", 9), 0);
+        struct stat sb;
+        assert_int_equal(stat(aside, &sb), 0);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        /* The new file is sound, and keeps the ticks over a restart. */
+        usleep(300 * 1000);
+        store_get_stats(s, &st);
+        assert_false(st.degraded);
+        append_ticks(s, 5, 1000);
+        store_close(s);
+        s = open_store("live.db", NULL);
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(store_query_range__raw_tier__matches_naive, setup, teardown),
@@ -797,6 +869,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_open__locked__ebusy_naming_holder, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open_or_set_aside__damaged__keeps_the_lock, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open_deferred__locked__waits_for_the_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_append__damaged_while_open__set_aside_with_the_ticks, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);
 }
