@@ -133,6 +133,17 @@ const struct settings_item settings_table[] = {
                 .help = "cap on the stored data, such as 512M or 1G; 0 for none",
         },
         {
+                .key = "integrity_check_interval",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(integrity_check_ms),
+                .min = 1000,
+                .max = 30LL * 24 * 3600 * 1000,
+                .default_value = STORE_DEFAULT_CHECK_INTERVAL_MS,
+                .help = "how often PRAGMA quick_check reads the whole database for damage (about 1 s per GiB, on a "
+                        "thread of its own)",
+        },
+        {
                 .key = "tls_cert",
                 .arg = "PATH",
                 .kind = SETTINGS_TEXT,

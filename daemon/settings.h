@@ -65,6 +65,7 @@ struct settings {
         int64_t retention_minute_ms;
         int64_t retention_hour_ms;
         uint64_t max_db_bytes;
+        int64_t integrity_check_ms; /* PRAGMA quick_check period */
 
         char config_path[PATH_MAX]; /* the config file read; "" when none */
 };
