@@ -50,11 +50,12 @@ struct store {
         pthread_mutex_t stats_lock; /* guards stats, generation and damaged */
         struct history_stats stats;
 
-        /* Damage found at run time. Each connect starts a generation; a
+        /* Damage found at run time. Each connect and each file set aside
+         * starts a generation; a
          * statement or the check that finds the file damaged notes the
          * generation it read (store_note_damage()), and the tick loop
          * sets that file aside at its next write (store_append()). */
-        uint64_t generation; /* of the database connected last; 0 before */
+        uint64_t generation; /* of the file at the path; 0 before the first connect */
         bool damaged;        /* the current generation's file is damaged */
         char aside[4200];    /* the name of the file set aside last */
 

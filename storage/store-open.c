@@ -155,6 +155,7 @@ int store_db_connect_or_set_aside(struct store *s, bool damaged) {
          * It will hold none of the ticks in memory. */
         s->buf.n_durable = 0;
         pthread_mutex_lock(&s->stats_lock);
+        s->generation++; /* findings about the old file are old news */
         s->damaged = false;
         s->stats.damaged_set_aside++;
         pthread_mutex_unlock(&s->stats_lock);
