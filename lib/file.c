@@ -15,13 +15,14 @@
 
 /* Opens path for reading and checks that it is a regular file. Returns
  * the descriptor, or a negative errno (-EISDIR, -EINVAL for another kind
- * of file) with the file's type in *st when it was opened. */
+ * of file) with the file's type in *st (0 when it was not opened). */
 static int open_regular(int dir_fd, const char *path, struct stat *st) {
         /* O_NONBLOCK: a FIFO opens at once instead of waiting for a
          * writer; on a regular file it changes nothing. */
         int fd = openat(dir_fd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         int r = 0;
 
+        st->st_mode = 0;
         if (fd < 0)
                 return -errno;
         if (fstat(fd, st) < 0)
@@ -82,7 +83,7 @@ static const char *type_name(mode_t mode) {
                : S_ISCHR(mode)  ? "a character device"
                : S_ISBLK(mode)  ? "a block device"
                : S_ISSOCK(mode) ? "a socket"
-                                : "not a file";
+                                : "a special file";
 }
 
 static void format_size(size_t bytes, char *out, size_t size) {
@@ -101,7 +102,7 @@ int file_read_text(const char *path, size_t max, char **ret, size_t *ret_len, ch
         int r = 0;
 
         int fd = open_regular(AT_FDCWD, path, &st);
-        if (fd == -EINVAL) {
+        if (fd == -EINVAL && st.st_mode) {
                 snprintf(err, errlen, "is %s, not a regular file", type_name(st.st_mode));
                 return fd;
         }
