@@ -90,6 +90,16 @@ static void path_of(char *out, size_t size, const char *name) {
         snprintf(out, size, "%s/%s", dir, name);
 }
 
+/* 8 KiB that are no database, as name; its path in out. */
+static void write_junk(const char *name, char *out, size_t size) {
+        path_of(out, size, name);
+        FILE *f = fopen(out, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < 8192; i++)
+                fputc(i * 7 % 251, f);
+        fclose(f);
+}
+
 static struct store *open_store(const char *name, const struct store_options *o) {
         char path[128];
         struct store *s = NULL;
@@ -182,6 +192,12 @@ static void check_query(struct store *s, size_t i, int64_t start, int64_t end, i
         }
         assert_int_equal(p, sr->n_points);
         history_result_free(res);
+}
+
+/* Every series holds every tick appended so far, at 1 s steps. */
+static void check_every_tick(struct store *s) {
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
 }
 
 static void store_query_range__raw_tier__matches_naive(void **state) {
@@ -402,12 +418,7 @@ static void store_open__newer_or_damaged__refused(void **state) {
         assert_int_equal(store_open(path, &s), -EPROTONOSUPPORT);
         assert_int_equal(db_int("v9.db", "PRAGMA user_version"), 9);
 
-        path_of(path, sizeof(path), "junk.db");
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        for (int i = 0; i < 8192; i++)
-                fputc(i * 7 % 251, f);
-        fclose(f);
+        write_junk("junk.db", path, sizeof(path));
         assert_int_equal(store_open(path, &s), -EUCLEAN);
 
         /* A real database with a page overwritten. */
@@ -415,7 +426,7 @@ static void store_open__newer_or_damaged__refused(void **state) {
         append_ticks(s, 700, 1000);
         store_close(s);
         path_of(path, sizeof(path), "torn.db");
-        f = fopen(path, "r+b");
+        FILE *f = fopen(path, "r+b");
         assert_non_null(f);
         fseek(f, 0, SEEK_END);
         long size = ftell(f);
@@ -458,8 +469,7 @@ static void store_append__disk_full__degrades_then_resumes(void **state) {
         store_get_stats(s, &st);
         assert_int_equal(st.ticks_dropped, 0);
         assert_false(st.degraded);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -631,15 +641,13 @@ static void store_open_deferred__database_appears__stores_held_ticks(void **stat
         assert_int_equal(st.damaged_set_aside, 0);
         assert_int_equal(append_tick(s, 1000), 0);
         /* Every tick, those held before the database opened too. */
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), 0);
         assert_int_equal(n, N_SERIES);
         free(list);
         store_close(s);
         s = open_store("later/neurond.db", NULL);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -660,8 +668,7 @@ static void store_close__deferred__writes_held_ticks(void **state) {
         assert_int_equal(mkdir(sub, 0700), 0);
         store_close(s);
         s = open_store("later/neurond.db", NULL);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -674,12 +681,7 @@ static void store_open_deferred__damaged_file__set_aside_when_opened(void **stat
         struct history_stats st;
         struct store_options o;
         store_options_init(&o);
-        path_of(path, sizeof(path), "junk.db");
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        for (int i = 0; i < 8192; i++)
-                fputc(i * 7 % 251, f);
-        fclose(f);
+        write_junk("junk.db", path, sizeof(path));
         assert_int_equal(store_open_deferred(path, &o, -EIO, &s), 0);
         assert_int_equal(store_register_series(s, series, N_SERIES), 0);
         assert_int_equal(append_tick(s, 1000), 0); /* the first retry is at the first tick */
@@ -718,8 +720,7 @@ static void store_open__locked__ebusy_naming_holder(void **state) {
         /* Let go: the file stays, naming no one. */
         assert_int_equal(store_lock_holder(path, &pid), -ENODATA);
         s = open_store("one.db", NULL);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -731,12 +732,7 @@ static void store_open_or_set_aside__damaged__keeps_the_lock(void **state) {
         struct store *s = NULL, *other = NULL;
         struct store_options o;
         store_options_init(&o);
-        path_of(path, sizeof(path), "junk.db");
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        for (int i = 0; i < 8192; i++)
-                fputc(i * 7 % 251, f);
-        fclose(f);
+        write_junk("junk.db", path, sizeof(path));
         assert_int_equal(store_open_or_set_aside(path, &o, &s, aside, sizeof(aside)), 1);
         assert_int_equal(store_open_or_set_aside(path, &o, &other, NULL, 0), -EBUSY);
         assert_null(other);
@@ -769,8 +765,7 @@ static void store_open_deferred__locked__waits_for_the_lock(void **state) {
                 if (append_tick(s, 1000) == 0)
                         opened = k;
         assert_true(opened >= 0);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -832,8 +827,7 @@ static void store_append__damaged_while_open__set_aside_with_the_ticks(void **st
         assert_int_equal(strncmp(aside + strlen(path), ".damaged-", 9), 0);
         struct stat sb;
         assert_int_equal(stat(aside, &sb), 0);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         /* The new file is sound, and keeps the ticks over a restart. */
         usleep(300 * 1000);
         store_get_stats(s, &st);
@@ -841,8 +835,7 @@ static void store_append__damaged_while_open__set_aside_with_the_ticks(void **st
         append_ticks(s, 5, 1000);
         store_close(s);
         s = open_store("live.db", NULL);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
