@@ -22,15 +22,9 @@ refused() {
   for _mode in --check-config --log-level=info; do
     "$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$DB" --backend model:trn1.2xlarge "$_mode" "$@" \
       >"$TEST_TMP/refused.log" 2>&1 &
-    _pid=$!
-    if ! wait_until 1 not_running "$_pid"; then
-      kill -KILL "$_pid" 2>/dev/null || true
-      wait "$_pid" 2>/dev/null || true
-      fail "$_what ($_mode): still running after $SLOW s: $(cat "$TEST_TMP/refused.log")"
-    fi
-    _status=0
-    wait "$_pid" || _status=$?
-    [ "$_status" -eq 2 ] || fail "$_what ($_mode): exit status $_status, expected 2: $(cat "$TEST_TMP/refused.log")"
+    wait_exit 1 $! || fail "$_what ($_mode): still running after $SLOW s: $(cat "$TEST_TMP/refused.log")"
+    [ "$EXIT_STATUS" -eq 2 ] ||
+      fail "$_what ($_mode): exit status $EXIT_STATUS, expected 2: $(cat "$TEST_TMP/refused.log")"
     grep -qF -- "$_expect" "$TEST_TMP/refused.log" ||
       fail "$_what ($_mode): the error does not say '$_expect': $(cat "$TEST_TMP/refused.log")"
     [ ! -e "$DB" ] || fail "$_what ($_mode): the database was made despite the bad file"

@@ -17,15 +17,9 @@ wait_until tick_at_least 3 || fail "the first daemon does not tick"
 for try in 1 2 3 4 5; do
   "$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$DB" \
     --backend model:trn1.2xlarge,seed=6 --interval 100ms >"$TEST_TMP/second.log" 2>&1 &
-  pid=$!
-  if ! wait_until 2 not_running "$pid"; then
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    fail "try $try: a second daemon on the same database runs: $(cat "$TEST_TMP/second.log")"
-  fi
-  status=0
-  wait "$pid" || status=$?
-  [ "$status" -eq 2 ] || fail "try $try: the second daemon exited with $status, expected 2: $(cat "$TEST_TMP/second.log")"
+  wait_exit 2 $! || fail "try $try: a second daemon on the same database runs: $(cat "$TEST_TMP/second.log")"
+  [ "$EXIT_STATUS" -eq 2 ] ||
+    fail "try $try: the second daemon exited with $EXIT_STATUS, expected 2: $(cat "$TEST_TMP/second.log")"
   grep -q "database $DB is in use by another neurond (pid $FIRST_PID, in $DB.lock)" "$TEST_TMP/second.log" ||
     fail "try $try: the refusal does not name the holder: $(cat "$TEST_TMP/second.log")"
   sleep 0.3
