@@ -16,6 +16,7 @@
 #
 # Usage, as root from the top of the source tree (tests/root/lib.sh):
 #   tests/root/deb-package.sh neurond-VERSION.tar.xz
+# leaves the .deb in ROOT_WORK, for tests/root/deb-service.sh.
 set -eu
 . "$(dirname "$0")/lib.sh"
 why=$(root_can_make) || { echo "SKIP: cannot make a clean root here: $why"; exit 77; }
@@ -100,5 +101,7 @@ step "purge again does nothing" "dpkg -P neurond 2>&1"
 step "install after purge" "dpkg -i /tmp/$deb >/dev/null && ! grep -q \"^# edited\" /etc/neurond/neurond.conf"
 installed_files
 
+cp "$build/build/$deb" "$ROOT_WORK/"
 rm -rf "$build" "$inst"
+echo "the package: $ROOT_WORK/$deb"
 echo "PASS: the package builds offline from the tarball, installs, runs, and its maintainer scripts are idempotent"
