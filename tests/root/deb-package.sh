@@ -72,12 +72,7 @@ echo "ok: the binary, units (the service enabled, the socket not), man page, das
 echo "+ the installed daemon, as nobody, with the installed configuration and dashboard"
 root_run --net "$inst" "
   in_root 'setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/neurond --check-config' | grep 'config /etc/neurond/neurond.conf'
-  start_in_root '$ROOT_WORK/deb-daemon.log' 'exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/neurond --db /tmp/neurond.db'
-  wait_http http://127.0.0.1:9710/metrics || { cat '$ROOT_WORK/deb-daemon.log' >&2; exit 1; }
-  expect_page http://127.0.0.1:9710/ '<title>'
-  expect_page http://127.0.0.1:9710/vendor/uPlot.iife.min.js 'uPlot'
-  expect_page http://127.0.0.1:9710/metrics 'neuroncore_utilization_ratio{'
-  stop_in_root
+  serves_dashboard '$ROOT_WORK/deb-daemon.log' 'exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/neurond --db /tmp/neurond.db'
 "
 
 # --- Maintainer scripts

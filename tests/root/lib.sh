@@ -36,6 +36,10 @@
 #   stop_in_root            SIGTERM to it; fails unless it exits with 0
 #   wait_http URL           waits (120 s) until URL answers
 #   expect_page URL TEXT    URL answers 200 with TEXT in its body
+#   serves_dashboard LOG COMMAND
+#                           start_in_root LOG COMMAND (a daemon on the
+#                           default 127.0.0.1:9710), which must serve the
+#                           page, its uPlot and /metrics; then stop_in_root
 
 ROOT_WORK=${ROOT_WORK:-$PWD/build-root}
 ROOT_SUITE=bookworm
@@ -133,4 +137,13 @@ expect_page() {
     *"$2"*) echo "ok: $1 answers with '$2'" ;;
     *) echo "FAIL: $1 answered without '$2'" >&2; return 1 ;;
   esac
+}
+
+serves_dashboard() {
+  start_in_root "$1" "$2"
+  wait_http http://127.0.0.1:9710/metrics || { cat "$1" >&2; return 1; }
+  expect_page http://127.0.0.1:9710/ '<title>'
+  expect_page http://127.0.0.1:9710/vendor/uPlot.iife.min.js 'uPlot'
+  expect_page http://127.0.0.1:9710/metrics 'neuroncore_utilization_ratio{'
+  stop_in_root
 }

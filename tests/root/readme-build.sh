@@ -26,24 +26,13 @@ echo "+ $build"
 logged "$ROOT_WORK/readme-build.log" root_run "$root" "in_root 'cd /src && $build'"
 
 echo "+ $daemon"
-root_run --net "$root" "
-  start_in_root '$ROOT_WORK/readme-daemon.log' 'cd /src && exec $daemon'
-  wait_http http://127.0.0.1:9710/metrics || { cat '$ROOT_WORK/readme-daemon.log' >&2; exit 1; }
-  expect_page http://127.0.0.1:9710/ '<title>'
-  expect_page http://127.0.0.1:9710/vendor/uPlot.iife.min.js 'uPlot'
-  expect_page http://127.0.0.1:9710/metrics 'neuroncore_utilization_ratio{'
-  stop_in_root
-"
+root_run --net "$root" "serves_dashboard '$ROOT_WORK/readme-daemon.log' 'cd /src && exec $daemon'"
 
 echo "+ make install, and the installed daemon with the installed sample configuration"
 logged "$ROOT_WORK/readme-install.log" root_run "$root" "in_root 'cd /src && make install'"
 root_run --net "$root" "
   in_root 'sed -i \"s|^# web_root = |web_root = |\" /usr/local/etc/neurond/neurond.conf && grep ^web_root /usr/local/etc/neurond/neurond.conf'
-  start_in_root '$ROOT_WORK/installed-daemon.log' 'exec /usr/local/bin/neurond --allow-root --db /tmp/installed.db'
-  wait_http http://127.0.0.1:9710/metrics || { cat '$ROOT_WORK/installed-daemon.log' >&2; exit 1; }
-  expect_page http://127.0.0.1:9710/ '<title>'
-  expect_page http://127.0.0.1:9710/vendor/uPlot.min.css 'uplot'
-  stop_in_root
+  serves_dashboard '$ROOT_WORK/installed-daemon.log' 'exec /usr/local/bin/neurond --allow-root --db /tmp/installed.db'
 "
 rm -rf "$root"
 echo "PASS: the README's first command builds and serves in a clean $ROOT_SUITE root"
