@@ -68,18 +68,21 @@ static void list_instances(void) {
 }
 
 static void format_url(const struct settings_address *listen, uint16_t port, char *out, size_t size) {
-        char host[INET6_ADDRSTRLEN] = "127.0.0.1";
-        if (listen->addr.ss_family == AF_INET6) {
-                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &listen->addr;
-                char addr[INET6_ADDRSTRLEN];
-                inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *) &listen->addr;
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) &listen->addr;
+        char addr[INET6_ADDRSTRLEN];
+
+        /* Every address (0.0.0.0, or [::], which serves IPv4 too): the URL
+         * names this host's loopback. */
+        if (listen->addr.ss_family == AF_INET6 && !IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr)) {
+                inet_ntop(AF_INET6, &a6->sin6_addr, addr, sizeof(addr));
                 snprintf(out, size, "http://[%s]:%u/", addr, port);
-                return;
+        } else if (listen->addr.ss_family == AF_INET && a4->sin_addr.s_addr != htonl(INADDR_ANY)) {
+                inet_ntop(AF_INET, &a4->sin_addr, addr, sizeof(addr));
+                snprintf(out, size, "http://%s:%u/", addr, port);
+        } else {
+                snprintf(out, size, "http://127.0.0.1:%u/", port);
         }
-        const struct sockaddr_in *a = (const struct sockaddr_in *) &listen->addr;
-        if (a->sin_addr.s_addr != htonl(INADDR_ANY))
-                inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        snprintf(out, size, "http://%s:%u/", host, port);
 }
 
 static int open_backend(struct daemon *d) {

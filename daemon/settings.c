@@ -34,7 +34,7 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_LISTEN,
                 FIELD(listen),
                 .default_text = SETTINGS_DEFAULT_LISTEN,
-                .help = "address to serve HTTP on; port 0 picks a free port and logs it",
+                .help = "address to serve HTTP on, :PORT for every address; port 0 picks a free port and logs it",
         },
         {
                 .key = "db",
@@ -261,7 +261,8 @@ const struct settings_item settings_table[] = {
 const size_t settings_table_size = TABLE_SIZE;
 
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len) {
-        char host[INET6_ADDRSTRLEN + 2];
+        /* No address (":PORT") is every address. */
+        char host[INET6_ADDRSTRLEN + 2] = "[::]";
         const char *colon;
         struct sockaddr_storage ss = { 0 };
         socklen_t len;
@@ -277,10 +278,14 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
                         return -EINVAL;
         }
         size_t host_len = (size_t) (colon - text);
-        if (host_len == 0 || host_len >= sizeof(host))
+        if (host_len >= sizeof(host))
                 return -EINVAL;
-        memcpy(host, text, host_len);
-        host[host_len] = '\0';
+        if (host_len > 0) {
+                memcpy(host, text, host_len);
+                host[host_len] = '\0';
+        } else {
+                host_len = strlen(host);
+        }
 
         uint64_t port;
         if (parse_uint_range(colon + 1, 0, 65535, &port) < 0)

@@ -107,7 +107,8 @@ struct settings_item {
 extern const struct settings_item settings_table[];
 extern const size_t settings_table_size;
 
-/* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address.
+/* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address, or ":PORT" for
+ * every address, which is "[::]:PORT" (served on IPv4 too, as exporters do).
  * Returns 0 or -EINVAL. */
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len);
 

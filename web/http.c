@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,8 +206,11 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         raise_fd_limit(max_conn);
 
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+        /* The IPv6 wildcard takes IPv4 clients too, as exporters' ":PORT"
+         * and "[::]:PORT" do. */
         if (addr && addr->sa_family == AF_INET6)
-                flags |= MHD_USE_IPv6;
+                flags |= IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *) addr)->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                                                                   : MHD_USE_IPv6;
         if (tls)
                 flags |= MHD_USE_TLS;
         /* Where to listen and the TLS credentials go in as an option array,

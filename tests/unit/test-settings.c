@@ -28,12 +28,31 @@ static void settings_parse_listen__ipv4_and_ipv6__parsed(void **state) {
         assert_int_equal(len, sizeof(struct sockaddr_in6));
 }
 
+/* ":PORT" and "[::]:PORT" both mean every address, as in node_exporter. */
+static void settings_parse_listen__no_address_or_ipv6_any__every_address(void **state) {
+        static const char *const every[] = { ":9710", "[::]:9710" };
+
+        for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+                struct sockaddr_storage ss;
+                socklen_t len;
+                assert_int_equal(settings_parse_listen(every[i], &ss, &len), 0);
+                const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) &ss;
+                assert_int_equal(sin6->sin6_family, AF_INET6);
+                assert_int_equal(len, sizeof(*sin6));
+                assert_true(IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr));
+                assert_int_equal(ntohs(sin6->sin6_port), 9710);
+        }
+}
+
 static void settings_parse_listen__bad_address__einval(void **state) {
         static const char *const bad[] = {
                 "",
                 "127.0.0.1",
                 "127.0.0.1:",
-                ":9710",
+                ":",
+                ":x",
+                "::9710",
+                "[]:9710",
                 "localhost:9710",
                 "127.0.0.1:65536",
                 "127.0.0.1:-1",
@@ -440,6 +459,7 @@ static void settings_print_help__ranges_and_defaults__shown(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(settings_parse_listen__ipv4_and_ipv6__parsed),
+                cmocka_unit_test(settings_parse_listen__no_address_or_ipv6_any__every_address),
                 cmocka_unit_test(settings_parse_listen__bad_address__einval),
                 cmocka_unit_test(settings_load__flags__override_config),
                 cmocka_unit_test(settings_load__defaults__documented_values),
