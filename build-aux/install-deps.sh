@@ -5,7 +5,7 @@
 set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
-  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev"
+  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev libgnutls28-dev"
 # The dashboard's web assets (uPlot) and the browser test driver
 # (playwright-core) come from npm through package-lock.json at build time.
 # A Node.js that already ships npm (e.g. NodeSource's) is kept as is; Debian's

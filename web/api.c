@@ -10,6 +10,7 @@
 #include "lib/clock.h"
 #include "lib/parse.h"
 #include "web/api.h"
+#include "web/http.h"
 
 #define JSON_TYPE "application/json"
 
@@ -308,6 +309,42 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
         snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
+}
+
+static bool matches(const struct series_desc *d, const struct history_query *q) {
+        if (d->metric != q->metric)
+                return false;
+        for (size_t i = 0; i < q->n_matchers; i++)
+                if (!series_has_label(d, q->matchers[i].name, q->matchers[i].value))
+                        return false;
+        return true;
+}
+
+void api_query_range_admit(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        size_t max_series = ctx->max_query_series ? ctx->max_query_series : HTTP_DEFAULT_MAX_QUERY_SERIES;
+        size_t max_points = ctx->max_query_points ? ctx->max_query_points : HTTP_DEFAULT_MAX_QUERY_POINTS;
+        struct history_query q;
+        char err[256];
+
+        if (params_parse_query_range(req->params, req->n_params, clock_wall_ms(), &q, err, sizeof(err)) < 0) {
+                reply_error(reply, 400, "bad_data", "%s", err);
+                return;
+        }
+        /* The cost, as the store will count it: step-aligned buckets from
+         * the one holding start, for every series that matches. */
+        size_t points = (size_t) ((q.end_ms - (q.start_ms - q.start_ms % q.step_ms)) / q.step_ms) + 1;
+        size_t series = 0;
+        for (size_t i = 0; i < ctx->n_series; i++)
+                series += matches(&ctx->series[i], &q);
+        if (series > max_series)
+                reply_error(reply, 422, "execution",
+                            "the query matches %zu series, more than max_query_series (%zu); add label filters", series,
+                            max_series);
+        else if (series * points > max_points)
+                reply_error(reply, 422, "execution",
+                            "the query would return up to %zu points (%zu series x %zu points per series), more "
+                            "than max_query_points (%zu); add label filters or increase step",
+                            series * points, series, points, max_points);
 }
 
 void api_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
