@@ -223,7 +223,7 @@ static void query_range__bad_parameters__400_naming_them(void **state) {
                "parameter 'start': start is after end", NULL);
 }
 
-static void query_range__store_cannot_answer__503_or_400(void **state) {
+static void query_range__store_cannot_answer__503_or_422(void **state) {
         struct web_fixture *f = *state;
 
         f->history.error = -EAGAIN;
@@ -233,8 +233,8 @@ static void query_range__store_cannot_answer__503_or_400(void **state) {
         expect(f, "/api/v1/query_range?metric=neuron_device_up", 503, "reading the store failed: Input/output error",
                NULL);
         f->history.error = -E2BIG;
-        expect(f, "/api/v1/query_range?metric=neuron_device_up", 400,
-               "the query would return more than 1000000 points in all", NULL);
+        expect(f, "/api/v1/query_range?metric=neuron_device_up", 422,
+               "\"errorType\":\"execution\",\"error\":\"the query would return more than 1000000 points in all", NULL);
 }
 
 static void series__filters__reach_the_store(void **state) {
@@ -304,7 +304,7 @@ int main(void) {
                 SERVED(latest__bad_parameters__400_naming_them),
                 SERVED(query_range__parameters__one_history_query),
                 SERVED(query_range__bad_parameters__400_naming_them),
-                SERVED(query_range__store_cannot_answer__503_or_400),
+                SERVED(query_range__store_cannot_answer__503_or_422),
                 SERVED(series__filters__reach_the_store),
                 SERVED(series__bad_parameters_or_store__400_or_503),
                 SERVED(status__daemon_state__reported),
