@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/model.h"
+#include "collectors/model-internal.h"
 #include "lib/parse.h"
+
+/* ---- the text form ------------------------------------------------------ */
 
 static const char *const kind_names[FAULT__COUNT] = {
         [FAULT_DEVICE_DOWN] = "device_down", [FAULT_CORE_STUCK] = "core_stuck",   [FAULT_ECC] = "ecc",
@@ -137,10 +139,9 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                         if (strcmp(fields[2], driver_ecc_names[i]) == 0)
                                 e = i;
                 if (e < 0) {
-                        snprintf(err, errlen,
-                                 "fault '%s': ECC type '%s' is not mem_ecc_uncorrected, mem_ecc_repairable_uncorrected "
-                                 "or sram_ecc_uncorrected",
-                                 text, fields[2]);
+                        _Static_assert(DRIVER_ECC__COUNT == 3, "the message names every ECC type");
+                        snprintf(err, errlen, "fault '%s': ECC type '%s' is not %s, %s or %s", text, fields[2],
+                                 driver_ecc_names[0], driver_ecc_names[1], driver_ecc_names[2]);
                         return -EINVAL;
                 }
                 f.ecc = (enum driver_ecc) e;
@@ -212,6 +213,108 @@ void model_fault_format(const struct model_fault *f, char *out, size_t size) {
         }
         snprintf(out, size, "%s:%u%s%s%s", kind_names[f->kind], f->target, arg, start, duration);
 }
+
+/* ---- faults in force ---------------------------------------------------- */
+
+static int fault_check(const struct model *m, const struct model_fault *f, char *err, size_t errlen) {
+        bool core = f->kind == FAULT_CORE_STUCK || f->kind == FAULT_EXEC_ERRORS;
+        unsigned limit = core ? m->n_cores : m->n_dev;
+        if (f->target >= limit) {
+                snprintf(err, errlen, "%s %u does not exist on %s (0-%u)", core ? "core" : "device", f->target,
+                         m->instance->name, limit - 1);
+                return -EINVAL;
+        }
+        if (f->kind != FAULT_LINK_DOWN)
+                return 0;
+        for (size_t l = 0; l < m->n_links; l++)
+                if (m->links[l].from == f->target && m->links[l].to == f->peer)
+                        return 0;
+        if (f->peer == MODEL_PEER_SWITCH)
+                snprintf(err, errlen, "device %u has no NeuronSwitch port on %s", f->target, m->instance->name);
+        else
+                snprintf(err, errlen, "device %u has no NeuronLink to device %u on %s", f->target, f->peer,
+                         m->instance->name);
+        return -EINVAL;
+}
+
+int model_fault_inject(struct collector *c, const struct model_fault *f, char *err, size_t errlen) {
+        struct model *m = (struct model *) c;
+        int r = fault_check(m, f, err, errlen);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&m->lock);
+        if (m->n_pending + m->n_active >= FAULTS_MAX) {
+                snprintf(err, errlen, "too many faults at once (at most %d)", FAULTS_MAX);
+                r = -ENOSPC;
+        } else {
+                m->pending[m->n_pending++] = *f;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return r;
+}
+
+void model_fault_clear(struct collector *c) {
+        struct model *m = (struct model *) c;
+        pthread_mutex_lock(&m->lock);
+        m->n_pending = 0;
+        m->clear_requested = true;
+        pthread_mutex_unlock(&m->lock);
+}
+
+size_t model_fault_list(struct collector *c, struct model_fault_status *out, size_t max) {
+        struct model *m = (struct model *) c;
+        size_t n = 0;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n_pending; i++, n++)
+                if (n < max)
+                        out[n] = (struct model_fault_status){ .fault = m->pending[i], .pending = true };
+        for (size_t i = 0; !m->clear_requested && i < m->n_active; i++) {
+                if (m->active[i].end_ms != INT64_MAX && m->active[i].end_ms <= m->fault_clock_ms)
+                        continue;
+                if (n < max)
+                        out[n] = m->active[i];
+                n++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return n;
+}
+
+void model_faults_update(struct model *m, int64_t now_ms) {
+        pthread_mutex_lock(&m->lock);
+        if (m->clear_requested) {
+                m->n_active = 0;
+                m->clear_requested = false;
+        }
+        /* Keep what the integration from last_ms on may still need. */
+        size_t kept = 0;
+        for (size_t i = 0; i < m->n_active; i++) {
+                const struct model_fault_status *f = &m->active[i];
+                if (f->end_ms == INT64_MAX || f->end_ms / 1000 >= m->last_ms / 1000)
+                        m->active[kept++] = *f;
+        }
+        m->n_active = kept;
+        for (size_t i = 0; i < m->n_pending && m->n_active < FAULTS_MAX; i++) {
+                const struct model_fault *f = &m->pending[i];
+                /* Faults begin on a whole simulated second, so that the
+                 * second they begin in is entirely theirs. */
+                int64_t start = (now_ms + f->start_ms + 999) / 1000 * 1000;
+                m->active[m->n_active++] = (struct model_fault_status){
+                        .fault = *f,
+                        .start_ms = start,
+                        /* At least the whole second: an instant ECC fault is one event. */
+                        .end_ms = f->duration_ms == MODEL_FAULT_FOREVER
+                                          ? INT64_MAX
+                                          : start + (f->duration_ms > 1000 ? f->duration_ms : 1000),
+                };
+        }
+        m->n_pending = 0;
+        m->fault_clock_ms = now_ms;
+        pthread_mutex_unlock(&m->lock);
+        /* The cached second may predate a fault that starts in it. */
+        m->st.second = INT64_MIN;
+}
+
+/* ---- lib/faults.h's interface --------------------------------------------- */
 
 static int fault_ops_inject(void *impl, const char *spec, char *canonical, size_t canonical_size, char *err,
                             size_t errlen) {

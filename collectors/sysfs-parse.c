@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/catalog.h"
 #include "collectors/sysfs.h"
 #include "lib/parse.h"
 
@@ -181,15 +180,4 @@ int sysfs_parse_device_name(const char *name, unsigned *ret) {
                 return -EINVAL;
         *ret = (unsigned) v;
         return 0;
-}
-
-int sysfs_capacity_for(const char *device_name, uint64_t *ret) {
-        for (size_t i = 0; i < catalog_size; i++) {
-                const struct catalog_chip *chip = catalog[i].chip;
-                if (strcmp(chip->device_name, device_name) == 0) {
-                        *ret = chip->memory_bytes;
-                        return 0;
-                }
-        }
-        return -ENOENT;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collectors/sysfs.h"
+#include "lib/catalog.h"
 #include "lib/driver.h"
 #include "lib/file.h"
 
@@ -186,6 +187,17 @@ static int add_core(struct sysfs *s, unsigned pos, unsigned phys, unsigned host_
         return 0;
 }
 
+int sysfs_capacity_for(const char *device_name, uint64_t *ret) {
+        for (size_t i = 0; i < catalog_size; i++) {
+                const struct catalog_chip *chip = catalog[i].chip;
+                if (strcmp(chip->device_name, device_name) == 0) {
+                        *ret = chip->memory_bytes;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
 /* Reads one device's inventory and adds its series. */
 static int add_device(struct sysfs *s, unsigned pos, unsigned index, unsigned first_core) {
         struct device_info *di = &s->base.inv.devices[pos];
@@ -237,7 +249,7 @@ static int add_device(struct sysfs *s, unsigned pos, unsigned index, unsigned fi
         if (r == 0)
                 r = add_if_exists(s, METRIC_DEVICE_POWER_UTILIZATION, labels, SOURCE_POWER, pos, base,
                                   "stats/power/utilization");
-        for (size_t i = 0; i < sizeof(driver_ecc_names) / sizeof(driver_ecc_names[0]) && r == 0; i++) {
+        for (size_t i = 0; i < DRIVER_ECC__COUNT && r == 0; i++) {
                 snprintf(path, sizeof(path), "stats/hardware/%s", driver_ecc_names[i]);
                 r = add_if_exists(s, METRIC_DEVICE_ECC_EVENTS, (const char *const[]){ dev, driver_ecc_names[i] },
                                   SOURCE_U64, pos, base, path);

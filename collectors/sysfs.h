@@ -5,7 +5,8 @@
  *   <root>/devices/virtual/neuron_device/neuron<N>/...   one per device
  *   <root>/module/neuron/version                         the driver version
  * so a test or a container passes the directory that holds "devices/" and
- * "module/". The layout is described in HARDWARE.md section 3.
+ * "module/". The layout is the driver's (aws-neuron-driver,
+ * neuron_sysfs_metrics.c).
  *
  * Only what the driver exposes is reported: per-core HBM in use and its
  * categories, per-core busy ratio (pe_cntrs, v2 and later), execution status

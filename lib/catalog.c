@@ -5,13 +5,19 @@
 #include "lib/catalog.h"
 
 /* Sources named below:
- *   HW      /work/shared HARDWARE.md section 1 and 2 (the project's fact sheet)
  *   001     seed 001_b69106f18a4962c1.txt (Trainium and Inferentia overview)
  *   002     seed 002_f8b75e278c39e486.txt (Trainium architecture page)
  *   003     seed 003_748709454a954df0.txt (Trn3 architecture page)
- *   inf1    aws-neuron-sdk general/arch/neuron-hardware/inf1-arch.rst and inferentia.rst
- *   inf2    aws-neuron-sdk general/arch/neuron-hardware/inferentia2.rst
- *   driver  aws-neuron-driver address_map.h of each version, as quoted in HW 1 */
+ *   *.rst   aws-neuron-sdk about-neuron/arch/neuron-hardware/<page>.rst: the chip
+ *           pages (inferentia, inferentia2, trainium, trainium2, trainium3) and
+ *           the instance pages (inf1-arch, inf2-arch, trn1-arch, trn2-arch)
+ *   inf1    inf1-arch.rst and inferentia.rst
+ *   inf2    inf2-arch.rst and inferentia2.rst
+ *   nki     aws-neuron-sdk nki/guides/architecture/trainium2_arch.rst and
+ *           trainium3_arch.rst
+ *   driver  aws-neuron-driver: neuron_device.h (PCI device ids),
+ *           v<N>/neuron_dhal_v<N>.c (the sysfs device_name and the arch_type
+ *           suffixes after "ND" and "NC"), v<N>/address_map.h (DMA engines) */
 
 #define GiB 1073741824.0
 #define GiB_BYTES 1073741824ull
@@ -19,106 +25,108 @@
 /* Inferentia (Inf1). */
 static const struct catalog_chip chip_inferentia = {
         .family = "Inferentia",
-        .device_name = "Inferentia", /* HW 1: sysfs device_name */
-        .arch = "NDv1",              /* HW 1 */
-        .core_arch = "NCv1",         /* HW 1 */
+        .device_name = "Inferentia", /* driver v1 */
+        .arch = "NDv1",              /* driver v1 */
+        .core_arch = "NCv1",         /* driver v1 */
         .core_version = "NeuronCore-v1",
         .link_version = "NeuronLink-v1",
-        .pci_device_id = 0x7064,       /* HW 1: 0x7064-0x7067 */
+        .pci_device_id = 0x7064,       /* driver: 0x7064-0x7067 */
         .cores = 4,                    /* inf1, 001: four NeuronCore-v1 per chip */
-        .memory_bytes = 8 * GiB_BYTES, /* inf1: 8 GiB DRAM per device; HW 1: DDR4 */
+        .memory_bytes = 8 * GiB_BYTES, /* inf1: 8 GiB DRAM per device; 001: DDR4 */
         .memory_kind = "DDR4",
         .memory_bandwidth = 50 * GiB, /* inf1-arch.rst: 50 GiB/sec per device (inferentia.rst: 50 GB/sec) */
-        /* Not documented (HW 1). Every DMA reads or writes device memory,
+        /* Not documented. Every DMA reads or writes device memory,
          * so the model caps it at the memory bandwidth. */
         .dma_bandwidth = 50 * GiB,
-        .dma_engines = 12,          /* HW 1 (driver): 3 per core */
+        .dma_engines = 12,          /* driver v1: 3 per core */
         .link_bandwidth = 32 * GiB, /* inf1-arch.rst: NeuronLink-v1 32 GiB/sec/device */
-        .fp16_tflops = 64,          /* inferentia.rst, HW 1 */
+        .fp16_tflops = 64,          /* inferentia.rst */
 };
 
 /* Inferentia2 (Inf2). */
 static const struct catalog_chip chip_inferentia2 = {
         .family = "Inferentia2",
-        .device_name = "Inferentia2", /* HW 1 */
-        .arch = "NDv3",               /* HW 1 */
-        .core_arch = "NCv2",          /* HW 1 */
+        .device_name = "Inferentia2", /* driver v2 */
+        .arch = "NDv3",               /* driver v2 */
+        .core_arch = "NCv2",          /* driver v2 */
         .core_version = "NeuronCore-v2",
         .link_version = "NeuronLink-v2",
-        .pci_device_id = 0x7264,        /* HW 1 */
+        .pci_device_id = 0x7264,        /* driver */
         .cores = 2,                     /* inf2, 001 */
         .memory_bytes = 32 * GiB_BYTES, /* inf2: 32 GiB HBM */
         .memory_kind = "HBM",
         .memory_bandwidth = 820 * GiB, /* inf2: 820 GiB/sec */
         .dma_bandwidth = 1e12,         /* inf2: 1 TB/sec */
-        .dma_engines = 34,             /* HW 1 (driver): 16 per core + 2 host */
-        .link_bandwidth = 192 * GiB,   /* HW 1: NeuronLink-v2, 192 GiB/s */
+        .dma_engines = 34,             /* driver v2: 16 per core + 2 host */
+        .link_bandwidth = 192 * GiB,   /* inf2-arch.rst: NeuronLink-v2, 192 GiB/sec/chip */
         .fp16_tflops = 190,            /* inf2, 001 */
 };
 
 /* Trainium (Trn1). */
 static const struct catalog_chip chip_trainium = {
         .family = "Trainium",
-        .device_name = "Trainium1", /* HW 1 */
-        .arch = "NDv2",             /* HW 1 */
-        .core_arch = "NCv2",        /* HW 1 */
+        .device_name = "Trainium1", /* driver v2 */
+        .arch = "NDv2",             /* driver v2 */
+        .core_arch = "NCv2",        /* driver v2 */
         .core_version = "NeuronCore-v2",
         .link_version = "NeuronLink-v2",
-        .pci_device_id = 0x7164,        /* HW 1 */
+        .pci_device_id = 0x7164,        /* driver */
         .cores = 2,                     /* 002: 2 x NeuronCore-v2 */
         .memory_bytes = 32 * GiB_BYTES, /* 002: 32 GiB */
         .memory_kind = "HBM",
         .memory_bandwidth = 820 * GiB, /* 002: 820 GiB/sec */
         .dma_bandwidth = 1e12,         /* 002: 1 TB/sec */
-        .dma_engines = 34,             /* HW 1 (driver): 16 per core + 2 host */
-        .link_bandwidth = 384 * GiB,   /* HW 1: NeuronLink-v2, 384 GiB/s (trn1n: 768) */
+        .dma_engines = 34,             /* driver v2: 16 per core + 2 host */
+        .link_bandwidth = 384 * GiB,   /* trn1-arch.rst: NeuronLink-v2, 384 GiB/s (trn1n: 768) */
         .fp16_tflops = 190,            /* 002: 190 FP16/BF16 TFLOPS */
 };
 
 /* Trainium2 (Trn2). Physical cores: tools show 4 logical at LNC=2. */
 static const struct catalog_chip chip_trainium2 = {
         .family = "Trainium2",
-        .device_name = "Trainium2", /* HW 1 */
-        .arch = "NDv3",             /* HW 1 */
-        .core_arch = "NCv3",        /* HW 1 */
+        .device_name = "Trainium2", /* driver v3 */
+        .arch = "NDv3",             /* driver v3 */
+        .core_arch = "NCv3",        /* driver v3 */
         .core_version = "NeuronCore-v3",
         .link_version = "NeuronLink-v3",
-        .pci_device_id = 0x7364,        /* HW 1 */
-        .cores = 8,                     /* HW 1: 8 physical */
-        .memory_bytes = 96 * GiB_BYTES, /* HW 1: 4 stacks of 24 GiB */
+        .pci_device_id = 0x7364,        /* driver */
+        .cores = 8,                     /* trainium2.rst: eight NeuronCore-v3 (physical) */
+        .memory_bytes = 96 * GiB_BYTES, /* trainium2.rst: 96 GiB; nki: 4 HBM stacks */
         .memory_kind = "HBM",
-        .memory_bandwidth = 2.9e12, /* HW 1: 2.9 TB/s */
-        .dma_bandwidth = 3.5e12,    /* HW 1: 3.5 TB/s */
-        .dma_engines = 132,         /* HW 1 (driver): 128 + 4 host */
-        .link_bandwidth = 1024e9,   /* HW 1: 1,024 GB/s in-instance */
-        .fp16_tflops = 667,         /* HW 1: 667 BF16 */
+        .memory_bandwidth = 2.9e12, /* trainium2.rst: 2.9 TB/sec */
+        .dma_bandwidth = 3.5e12,    /* trainium2.rst: 3.5 TB/sec */
+        .dma_engines = 132,         /* driver v3: 16 per core + 4 host */
+        .link_bandwidth = 1024e9,   /* trn2-arch.rst: 1,024 GB/sec/chip intra-instance */
+        .fp16_tflops = 667,         /* trainium2.rst: 667 BF16/FP16/TF32 */
 };
 
 /* Trainium3 (Trn3). */
 static const struct catalog_chip chip_trainium3 = {
         .family = "Trainium3",
-        .device_name = "Trainium3", /* HW 1 */
-        .arch = "NDv4",             /* HW 1 */
-        .core_arch = "NCv4",        /* HW 1 */
+        .device_name = "Trainium3", /* driver v4 */
+        .arch = "NDv4",             /* driver v4 */
+        .core_arch = "NCv4",        /* driver v4 */
         .core_version = "NeuronCore-v4",
         .link_version = "NeuronLink-v4",
-        .pci_device_id = 0x7564,         /* HW 1: 0x7564, 0x7565 */
-        .cores = 8,                      /* HW 1: 8 physical (LNC 1 or 2) */
-        .memory_bytes = 144 * GiB_BYTES, /* 003: 20,736 GiB / 144 devices; HW 1: 4 stacks of 36 */
+        .pci_device_id = 0x7564,         /* driver: 0x7564, 0x7565 */
+        .cores = 8,                      /* trainium3.rst: eight NeuronCore-v4 (LNC 1 or 2) */
+        .memory_bytes = 144 * GiB_BYTES, /* 003: 20,736 GiB / 144 devices; nki: 4 HBM stacks */
         .memory_kind = "HBM",
         /* 003: 705.6 TB/s / 144 = 4.9 TB/s (the NKI guide says 4.7; we
          * follow the seed so the UltraServer totals match 003). */
         .memory_bandwidth = 4.9e12,
-        .dma_bandwidth = 4.9e12,      /* HW 1: 4.9 TB/s */
-        .dma_engines = 128,           /* HW 1 (driver) */
+        .dma_bandwidth = 4.9e12,      /* trainium3.rst: 4.9 TB/sec */
+        .dma_engines = 128,           /* driver v4: 16 per core, its 4 host engines not counted */
         .link_bandwidth = 2048 * GiB, /* 003: NeuronLink-v4 2,048 GiB/sec/device */
         .fp16_tflops = 671,           /* 003: 96,624 / 144 = 42,944 / 64 = 671 */
         .mxfp8_tflops = 2517,         /* 003: 362,448 / 144 = 161,088 / 64 = 2,517 */
 };
 
-/* Device counts, links and host sizes: HW 2 unless noted. Torus sizes:
- * 4x4 for 16 devices (HW 1 and 2: "4x4 torus", "2D torus"). Laid out by
- * hand, an instance to an entry: clang-format would give each field a line. */
+/* Device counts, links and host sizes: the instance pages (inf1-arch.rst,
+ * inf2-arch.rst, trn1-arch.rst, trn2-arch.rst, 003) unless noted. Torus
+ * sizes: 4x4 for 16 devices (trn2-arch.rst: "4x4, 2D Torus"; trn1-arch.rst:
+ * "2D Torus"). Laid out by hand, an instance to an entry: clang-format would
+ * give each field a line. */
 /* clang-format off */
 const struct catalog_instance catalog[] = {
         /* inf1-arch.rst: 1 device, no NeuronLink; 4 / 8 GiB and 8 / 16 GiB host. */
@@ -138,27 +146,28 @@ const struct catalog_instance catalog[] = {
           .host_vcpus = 4, .host_memory_bytes = 16 * GiB_BYTES },
         { .name = "inf2.8xlarge", .chip = &chip_inferentia2, .devices = 1, .topology = TOPOLOGY_NONE,
           .host_vcpus = 32, .host_memory_bytes = 128 * GiB_BYTES },
-        /* HW 2: NeuronLink-v2 ring. */
+        /* inf2-arch.rst: NeuronLink-v2; its diagram (inf2-topology.png)
+         * chains the devices into a ring, 96 GiB/s per link. */
         { .name = "inf2.24xlarge", .chip = &chip_inferentia2, .devices = 6, .topology = TOPOLOGY_RING,
           .link_bandwidth = 192 * GiB, .host_vcpus = 96, .host_memory_bytes = 384 * GiB_BYTES },
         { .name = "inf2.48xlarge", .chip = &chip_inferentia2, .devices = 12, .topology = TOPOLOGY_RING,
           .link_bandwidth = 192 * GiB, .host_vcpus = 192, .host_memory_bytes = 768 * GiB_BYTES },
         { .name = "trn1.2xlarge", .chip = &chip_trainium, .devices = 1, .topology = TOPOLOGY_NONE,
           .host_vcpus = 8, .host_memory_bytes = 32 * GiB_BYTES },
-        /* 002: 16 Trainium devices; HW 2: 2D torus. */
+        /* 002: 16 Trainium devices; trn1-arch.rst: 2D Torus. */
         { .name = "trn1.32xlarge", .chip = &chip_trainium, .devices = 16, .topology = TOPOLOGY_TORUS_2D,
           .torus_width = 4, .torus_height = 4, .link_bandwidth = 384 * GiB,
           .host_vcpus = 128, .host_memory_bytes = 512 * GiB_BYTES },
-        /* HW 2: trn1n doubles NeuronLink to 768 GiB/s per device. */
+        /* trn1-arch.rst: trn1n doubles NeuronLink to 768 GiB/s per device. */
         { .name = "trn1n.32xlarge", .chip = &chip_trainium, .devices = 16, .topology = TOPOLOGY_TORUS_2D,
           .torus_width = 4, .torus_height = 4, .link_bandwidth = 768 * GiB,
           .host_vcpus = 128, .host_memory_bytes = 512 * GiB_BYTES },
-        /* HW 1 and 2: NeuronLink-v3 4x4 torus, 1,024 GB/s per device. */
+        /* trn2-arch.rst: NeuronLink-v3 4x4 torus, 1,024 GB/s per device. */
         { .name = "trn2.48xlarge", .chip = &chip_trainium2, .devices = 16, .topology = TOPOLOGY_TORUS_2D,
           .torus_width = 4, .torus_height = 4, .link_bandwidth = 1024e9,
           .host_vcpus = 192, .host_memory_bytes = 2048 * GiB_BYTES },
-        /* HW 2: 4 x trn2u.48xlarge, each a 4x4 torus, plus a ring between
-         * same-position chips of the 4 servers at 256 GB/s (HW 1). */
+        /* trn2-arch.rst: 4 x trn2u.48xlarge, each a 4x4 torus, plus a ring
+         * between same-position chips of the 4 servers at 256 GB/s. */
         { .name = "trn2-ultraserver", .chip = &chip_trainium2, .devices = 64, .topology = TOPOLOGY_TORUS_2D,
           .torus_width = 4, .torus_height = 4, .servers = 4, .link_bandwidth = 1024e9,
           .cross_link_bandwidth = 256e9, .host_vcpus = 768, .host_memory_bytes = 8192 * GiB_BYTES },

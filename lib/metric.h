@@ -2,8 +2,11 @@
  *
  * Every series a collector reports belongs to one family here, so the
  * exposition, the store and the REST API agree on names without copying them.
- * Names follow HARDWARE.md section 4 where the ecosystem already has one and
- * Prometheus naming rules otherwise (base units, _total for counters).
+ * Names follow the ecosystem where it already has one (what AWS's
+ * neuron-monitor-prometheus.py exporter writes and its Grafana dashboard
+ * reads: aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst,
+ * src/examples/neuron-monitor/neuron-monitor-grafana.json) and Prometheus
+ * naming rules otherwise (base units, _total for counters).
  * The table is constant: safe to read from any thread. */
 #pragma once
 

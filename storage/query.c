@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "storage/chunk.h"
+#include "storage/sql.h"
 #include "storage/store-internal.h"
 
 enum tier {
@@ -79,22 +80,33 @@ static void agg_sample(struct agg *a, int64_t ts, double v) {
         agg_cell(a, ts, &c);
 }
 
+/* Prepares a reader's statement on the query connection: ?1 is the
+ * series id, ?2 and ?3 the first and last timestamp wanted. */
+static int prepare_reader(struct store *s, const char *sql, int64_t id, int64_t from, int64_t to, sqlite3_stmt **ret) {
+        sqlite3_stmt *st = NULL;
+        int r = sql_prepare(s->read_db, sql, &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, from);
+        sqlite3_bind_int64(st, 3, to);
+        *ret = st;
+        return 0;
+}
+
 static int read_chunks(struct store *s, int64_t id, struct agg *a, int64_t from) {
         sqlite3_stmt *st = NULL;
         int64_t *ts = NULL;
         double *v = NULL;
         size_t cap = 0;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(
-                        s->read_db,
+        int rc, r = prepare_reader(
+                        s,
                         "SELECT data FROM chunks WHERE series_id = ?1 AND start_ts <= ?3 AND start_ts >= "
                         "coalesce((SELECT max(start_ts) FROM chunks WHERE series_id = ?1 AND start_ts <= ?2), 0) "
                         "ORDER BY start_ts",
-                        -1, &st, NULL));
+                        id, from, a->q->end_ms, &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, from);
-        sqlite3_bind_int64(st, 3, a->q->end_ms);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const uint8_t *data = sqlite3_column_blob(st, 0);
                 size_t size = (size_t) sqlite3_column_bytes(st, 0);
@@ -123,15 +135,11 @@ static int read_chunks(struct store *s, int64_t id, struct agg *a, int64_t from)
                         agg_sample(a, ts[i], v[i]);
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(st);
         free(ts);
         free(v);
         return r;
-}
-
-static uint32_t le32(const uint8_t *p) {
-        return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
 }
 
 /* The open chunk: recent rows hold entries sorted by series id, so the
@@ -139,13 +147,10 @@ static uint32_t le32(const uint8_t *p) {
 static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from) {
         sqlite3_stmt *st = NULL;
         sqlite3_blob *blob = NULL;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(
-                        s->read_db, "SELECT ts, length(data) FROM recent WHERE ts >= ?1 AND ts <= ?2 ORDER BY ts", -1,
-                        &st, NULL));
+        int rc, r = prepare_reader(s, "SELECT ts, length(data) FROM recent WHERE ts >= ?2 AND ts <= ?3 ORDER BY ts", id,
+                                   from, a->q->end_ms, &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, from);
-        sqlite3_bind_int64(st, 2, a->q->end_ms);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t ts = sqlite3_column_int64(st, 0);
                 int entries = sqlite3_column_int(st, 1) / STORE_RECENT_ENTRY;
@@ -154,7 +159,7 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                 rc = blob ? sqlite3_blob_reopen(blob, ts)
                           : sqlite3_blob_open(s->read_db, "main", "recent", "data", ts, 0, &blob);
                 if (rc != SQLITE_OK) {
-                        r = store_errno_from_sqlite(rc);
+                        r = sql_errno(rc);
                         break;
                 }
                 int lo = 0, hi = entries - 1;
@@ -163,17 +168,12 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                         uint8_t e[STORE_RECENT_ENTRY];
                         rc = sqlite3_blob_read(blob, e, STORE_RECENT_ENTRY, mid * STORE_RECENT_ENTRY);
                         if (rc != SQLITE_OK) {
-                                r = store_errno_from_sqlite(rc);
+                                r = sql_errno(rc);
                                 break;
                         }
-                        int64_t got = le32(e);
+                        int64_t got = store_recent_id(e);
                         if (got == id) {
-                                uint64_t u = 0;
-                                for (int i = 11; i >= 4; i--)
-                                        u = u << 8 | e[i];
-                                double v;
-                                memcpy(&v, &u, sizeof(v));
-                                agg_sample(a, ts, v);
+                                agg_sample(a, ts, store_recent_value(e));
                                 break;
                         }
                         if (got < id)
@@ -185,7 +185,7 @@ static int read_recent(struct store *s, int64_t id, struct agg *a, int64_t from)
                         break;
         }
         if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_OK && rc != SQLITE_ROW)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_blob_close(blob);
         sqlite3_finalize(st);
         return r;
@@ -199,12 +199,9 @@ static int read_rollups(struct store *s, enum tier tier, int64_t id, struct agg 
                               "WHERE series_id = ?1 AND ts >= ?2 AND ts <= ?3 ORDER BY ts",
         };
         sqlite3_stmt *st = NULL;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(s->read_db, sql[tier], -1, &st, NULL));
+        int rc, r = prepare_reader(s, sql[tier], id, from, a->q->end_ms, &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, from);
-        sqlite3_bind_int64(st, 3, a->q->end_ms);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t ts = sqlite3_column_int64(st, 0);
                 struct rollup_cell c = {
@@ -228,7 +225,7 @@ static int read_rollups(struct store *s, enum tier tier, int64_t id, struct agg 
                 agg_sample(a, ts + tier_res[tier], c.last);
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(st);
         return r;
 }
@@ -289,16 +286,15 @@ static int load_series(struct store *s, int metric, const struct history_matcher
         struct series_desc *list = NULL;
         int64_t *ids = NULL;
         size_t n = 0, cap = 0;
-        int rc, r = store_errno_from_sqlite(sqlite3_prepare_v2(
-                        s->read_db, "SELECT id, metric, labels FROM series WHERE ?1 IS NULL OR metric = ?1 ORDER BY id",
-                        -1, &st, NULL));
+        int rc, r = sql_prepare(s->read_db,
+                                "SELECT id, metric, labels FROM series WHERE ?1 IS NULL OR metric = ?1 ORDER BY id",
+                                &st);
         if (r < 0)
                 return r;
         if (metric >= 0)
                 sqlite3_bind_text(st, 1, metric_table[metric].name, -1, SQLITE_STATIC);
         sqlite3_stmt *label = NULL;
-        r = store_errno_from_sqlite(
-                sqlite3_prepare_v2(s->read_db, "SELECT json_extract(?1, '$.' || ?2)", -1, &label, NULL));
+        r = sql_prepare(s->read_db, "SELECT json_extract(?1, '$.' || ?2)", &label);
         while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int m = metric_lookup((const char *) sqlite3_column_text(st, 1));
                 if (m < 0)
@@ -333,7 +329,7 @@ static int load_series(struct store *s, int metric, const struct history_matcher
                 list[n++] = d;
         }
         if (r == 0 && rc != SQLITE_DONE)
-                r = store_errno_from_sqlite(rc);
+                r = sql_errno(rc);
         sqlite3_finalize(label);
         sqlite3_finalize(st);
         if (r < 0) {
@@ -385,7 +381,7 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
         }
         pthread_mutex_lock(&s->read_lock);
         /* One read transaction: chunks and recent rows from one snapshot. */
-        r = s->read_db ? store_errno_from_sqlite(sqlite3_exec(s->read_db, "BEGIN", NULL, NULL, NULL)) : -EAGAIN;
+        r = s->read_db ? sql_exec(s->read_db, "BEGIN") : -EAGAIN;
         if (r == 0)
                 r = load_series(s, (int) q->metric, q->matchers, q->n_matchers, &list, &ids, &n);
         if (r == 0 && n > HISTORY_POINTS_MAX / n_buckets)
@@ -405,7 +401,7 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
         }
         /* Ends the read transaction so the WAL can be checkpointed. */
         if (s->read_db)
-                sqlite3_exec(s->read_db, "COMMIT", NULL, NULL, NULL);
+                sql_exec(s->read_db, "COMMIT");
         pthread_mutex_unlock(&s->read_lock);
         free(list);
         free(ids);

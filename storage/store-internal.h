@@ -1,14 +1,31 @@
-/* What store.c and query.c share; not part of the store's interface. */
+/* What the store's files share; not part of the store's interface.
+ *
+ *   store.c            the interface: open, close, register, append, stats
+ *   store-open.c       connecting: file checks, a damaged file set aside
+ *   store-schema.c     the tables, and migration from older schemas
+ *   store-write.c      the tick path: recent rows, chunks, rollups, series
+ *   store-retention.c  age limits per tier and the size cap
+ *   query.c            range queries and the series list
+ *
+ * Every function here runs on the tick loop's thread and its connection
+ * (s->db), except where query.c says otherwise. */
 #pragma once
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <string.h>
 
 #include "storage/rollup.h"
 #include "storage/store.h"
+#include "storage/tickbuf.h"
 
 #define STORE_MINUTE_MS 60000
 #define STORE_HOUR_MS 3600000
+
+/* Samples per chunk at most, and ticks kept in memory at most while the
+ * database cannot be written. */
+#define CHUNK_TICKS_MAX 320
+#define BUFFER_TICKS_MAX (2 * CHUNK_TICKS_MAX)
 
 struct store {
         struct store_options opt;
@@ -19,22 +36,8 @@ struct store {
         /* The tick loop's statements, prepared once. */
         sqlite3_stmt *st_recent, *st_chunk, *st_merge[2];
 
-        /* Registered series, and their order sorted by series id (the order
-         * of entries in a recent row). The descriptions are kept for a
-         * database opened late (store_open_deferred()). */
-        size_t n_series;
-        struct series_desc *series;
-        int64_t *series_ids;
-        uint32_t *by_id;
-        uint8_t *is_gauge; /* [i]: kept to 24 significant bits */
-
-        /* Ticks not yet in chunks, oldest first: tick_ts[t], and
-         * values/valid[t * n_series + i]. The first n_durable are in the
-         * recent table. */
-        size_t n_ticks, cap_ticks, n_durable;
-        int64_t *tick_ts;
-        double *values;
-        uint8_t *valid;
+        /* The registered series and the ticks not yet in chunks. */
+        struct tickbuf buf;
         int64_t rolled_ms; /* samples older than this are in the rollups */
 
         uint64_t ticks_seen, retry_at, backoff;
@@ -44,7 +47,80 @@ struct store {
         struct history_stats stats;
 };
 
-int store_errno_from_sqlite(int rc);
+/* ---- store-open.c ---- */
+
+/* Opens both connections, checks the file, brings the schema up to date
+ * and prepares the tick loop's statements; on failure the store is left
+ * without connections, to be tried again. */
+int store_db_connect(struct store *s);
+
+/* store_db_connect(), and when the file is damaged, sets it aside (see
+ * store_open_or_set_aside()) and connects to a new one: 1 then. */
+int store_db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len);
+
+/* Closes both connections and the prepared statements. */
+void store_db_disconnect(struct store *s);
+
+/* ---- store-schema.c ---- */
+
+/* Creates the tables or migrates them to STORE_SCHEMA_VERSION, and moves
+ * what a previous run left in recent into chunks. -EPROTONOSUPPORT for a
+ * newer schema. */
+int store_schema_setup(struct store *s);
+
+/* ---- store-write.c ---- */
+
+/* Prepares the chunk insert and the two rollup merges (1 min, 1 h). */
+int store_prepare_writers(struct store *s, sqlite3_stmt **insert, sqlite3_stmt *merge[2]);
+
+/* Writes samples (ts ascending) of one series as chunks, split at chunk
+ * span boundaries and at CHUNK_TICKS_MAX samples. */
+int store_write_chunks(struct store *s, sqlite3_stmt *insert, int64_t series_id, const int64_t *ts, const double *v,
+                       size_t n);
+
+/* Adds samples (ts ascending) of one series to the 1 min and 1 h rollups. */
+int store_write_rollups(sqlite3_stmt *const *merge, int64_t series_id, const int64_t *ts, const double *v, size_t n);
+
+/* Moves every sample of the recent table into chunks and rollups, inside
+ * the caller's transaction. */
+int store_close_out_recent(struct store *s);
+
+/* Enters b's series into the series table (one transaction), writing
+ * their ids and their order by id to b. */
+int store_write_series(struct store *s, struct tickbuf *b);
+
+/* Writes what the buffer holds and the database lacks, in one transaction. */
+int store_sync_ticks(struct store *s);
+
+/* ---- store-retention.c ---- */
+
+/* Deletes what is past each tier's retention, then the oldest rows while
+ * the file exceeds the size cap; inside the caller's transaction. */
+int store_enforce_retention(struct store *s, int64_t now_ms);
+
+/* ---- the recent table's rows ---- */
 
 /* One recent-table entry: the series id and the value, little endian. */
 #define STORE_RECENT_ENTRY 12
+
+static inline void store_recent_put(uint8_t *p, uint32_t id, double v) {
+        uint64_t u;
+        memcpy(&u, &v, sizeof(u));
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t) (id >> (8 * i));
+        for (int i = 0; i < 8; i++)
+                p[4 + i] = (uint8_t) (u >> (8 * i));
+}
+
+static inline uint32_t store_recent_id(const uint8_t *p) {
+        return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+static inline double store_recent_value(const uint8_t *p) {
+        uint64_t u = 0;
+        for (int i = 11; i >= 4; i--)
+                u = u << 8 | p[i];
+        double v;
+        memcpy(&v, &u, sizeof(v));
+        return v;
+}

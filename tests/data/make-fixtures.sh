@@ -1,6 +1,6 @@
 #!/bin/sh
-# Regenerates the fixture trees in tests/data/<name>/ from the driver layout
-# in HARDWARE.md section 3. Each tree is a sysfs root: pass it as
+# Regenerates the fixture trees in tests/data/<name>/ in the driver's sysfs
+# layout (aws-neuron-driver, neuron_sysfs_metrics.c). Each tree is a sysfs root: pass it as
 # "--backend sysfs:tests/data/<name>". The values are made up but
 # consistent (device_mem/total is the sum of its categories); run this only
 # when the layout changes, then UPDATE_GOLDEN=1 the golden tests.

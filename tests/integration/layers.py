@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layers rule (DESIGN.md section 2): lib/ depends on nothing of ours;
+"""The layers rule (README, Layout): lib/ depends on nothing of ours;
 collectors/, storage/ and web/ depend only on lib/ (and on their own
 folder); daemon/ wires them. Checked twice: in the #include lines of the
 sources, and in the symbols the built objects need from each other

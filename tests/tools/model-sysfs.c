@@ -4,12 +4,12 @@
  *
  * Opens SPEC (e.g. "model:trn1.2xlarge") with collector_open_spec(), reads it
  * TICKS times, INTERVAL_MS apart, and after each read writes a root for
- * "--backend sysfs:DIR" (HARDWARE.md section 3): device info, per-core
- * device_mem/total and a pe_cntrs file whose deltas give the model's busy
- * ratio. Each tick's tree is written whole into DIR.<tick> (each file via
- * write and rename) and DIR is then swapped to it with an atomic symlink
- * rename: the sysfs collector opens its root once per tick, so it sees
- * one tick's tree, never a mix. After each tick it prints one line per
+ * "--backend sysfs:DIR" (the driver's layout, aws-neuron-driver
+ * neuron_sysfs_metrics.c): device info, per-core device_mem/total and a
+ * pe_cntrs file whose deltas give the model's busy ratio. Each tick's tree
+ * is written whole into DIR.<tick> (each file via write and rename) and DIR
+ * is then swapped to it with an atomic symlink rename: the sysfs collector
+ * opens its root once per tick, so it sees one tick's tree, never a mix. After each tick it prints one line per
  * device, "<tick> <device> <hbm_used_bytes>", and flushes, so a test can
  * check what a reader of the tree reports against what the model said. */
 #include "config.h"

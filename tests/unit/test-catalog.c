@@ -1,5 +1,7 @@
-/* The device model's catalog against the figures of HARDWARE.md sections 1
- * and 2 and seeds 001-003, written out here independently of the catalog. */
+/* The device model's catalog against the published figures (the chip and
+ * instance pages of aws-neuron-sdk about-neuron/arch/neuron-hardware/, seeds
+ * 001-003, aws-neuron-driver), written out here independently of the
+ * catalog, which names the source of each. */
 #include "config.h"
 
 #include <math.h>
@@ -29,7 +31,7 @@ struct expected_row {
         const char *device_name, *arch, *core_arch;
 };
 
-/* HARDWARE.md section 2, with the per-chip bandwidth of section 1 (inf1:
+/* The instance pages, with the chip pages' per-chip bandwidth (inf1:
  * inf1-arch.rst gives 50, 200 and 800 GiB/s for 1, 4 and 16 devices). */
 static const struct expected_row rows[] = {
         { "inf1.xlarge", 1, 4, 8, 50 * GiB, "none", 0, 0, 4, 8, "Inferentia", "NDv1", "NCv1" },
@@ -58,7 +60,7 @@ static bool near(double a, double b, double rel) {
         return fabs(a - b) <= rel * fabs(b);
 }
 
-static void catalog__every_row__matches_hardware_md(void **state) {
+static void catalog__every_row__matches_published_figures(void **state) {
         assert_int_equal(catalog_size, sizeof(rows) / sizeof(rows[0]));
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
                 const struct expected_row *e = &rows[i];
@@ -82,8 +84,8 @@ static void catalog__every_row__matches_hardware_md(void **state) {
         }
 }
 
-/* HARDWARE.md section 1, column by column. */
-static void catalog__chips__match_hardware_md(void **state) {
+/* The chip pages and the driver, chip by chip. */
+static void catalog__chips__match_published_figures(void **state) {
         static const struct {
                 const char *instance;
                 const char *core_version, *link_version;
@@ -162,8 +164,8 @@ static void catalog_topology_peers__every_instance__is_symmetric(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(catalog__every_row__matches_hardware_md),
-                cmocka_unit_test(catalog__chips__match_hardware_md),
+                cmocka_unit_test(catalog__every_row__matches_published_figures),
+                cmocka_unit_test(catalog__chips__match_published_figures),
                 cmocka_unit_test(catalog__unknown_name__returns_null),
                 cmocka_unit_test(catalog_topology_peers__every_instance__is_symmetric),
         };

@@ -154,13 +154,6 @@ static void sysfs_parse_device_name__names__index(void **state) {
         assert_int_equal(v, 15);
 }
 
-static void sysfs_capacity_for__catalog__bytes_or_enoent(void **state) {
-        uint64_t v = 0;
-        assert_int_equal(sysfs_capacity_for("Trainium1", &v), 0);
-        assert_true(v == 34359738368ull);
-        assert_int_equal(sysfs_capacity_for("NoSuchChip", &v), -ENOENT);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(sysfs_parse_u64__driver_format__value),
@@ -178,7 +171,6 @@ int main(void) {
                 cmocka_unit_test(sysfs_busy_ratio__deltas__ratio),
                 cmocka_unit_test(sysfs_busy_ratio__backwards_or_idle__error),
                 cmocka_unit_test(sysfs_parse_device_name__names__index),
-                cmocka_unit_test(sysfs_capacity_for__catalog__bytes_or_enoent),
         };
         return cmocka_run_group_tests_name("sysfs-parse", tests, NULL, NULL);
 }

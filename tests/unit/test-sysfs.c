@@ -354,6 +354,13 @@ static void sysfs_read__device_vanishes__down_then_back(void **state) {
         collector_close(c);
 }
 
+static void sysfs_capacity_for__catalog__bytes_or_enoent(void **state) {
+        uint64_t v = 0;
+        assert_int_equal(sysfs_capacity_for("Trainium1", &v), 0);
+        assert_true(v == 34359738368ull);
+        assert_int_equal(sysfs_capacity_for("NoSuchChip", &v), -ENOENT);
+}
+
 static void collector_open_spec__auto_without_driver__model_with_reason(void **state) {
         struct collector *c = NULL;
         char err[256];
@@ -377,6 +384,7 @@ int main(void) {
                 cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__damaged_files__series_absent_then_recover, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__device_vanishes__down_then_back, scratch_teardown),
+                cmocka_unit_test(sysfs_capacity_for__catalog__bytes_or_enoent),
                 cmocka_unit_test(collector_open_spec__auto_without_driver__model_with_reason),
         };
         return cmocka_run_group_tests_name("sysfs", tests, NULL, NULL);

@@ -1,0 +1,107 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/model-internal.h"
+
+#define DEFAULT_INSTANCE "trn1.32xlarge"
+
+static const char *const scenario_names[] = {
+        [SCENARIO_IDLE] = "idle",           [SCENARIO_STEADY] = "steady", [SCENARIO_TRAINING] = "training",
+        [SCENARIO_INFERENCE] = "inference", [SCENARIO_MOE] = "moe",       [SCENARIO_MIXED] = "mixed",
+};
+#define SCENARIO__COUNT (sizeof(scenario_names) / sizeof(scenario_names[0]))
+
+int model_options_parse(const struct collector_args *args, struct model_options *ret) {
+        struct model_options o = {
+                .instance = catalog_find(DEFAULT_INSTANCE), .scenario = SCENARIO_STEADY, .seed = 1, .speed = 1
+        };
+        char buf[1024];
+
+        if (!args->options || !args->options[0])
+                goto done;
+        if (strlen(args->options) >= sizeof(buf)) {
+                snprintf(args->err, args->errlen, "model options too long");
+                return -EINVAL;
+        }
+        snprintf(buf, sizeof(buf), "%s", args->options);
+        for (char *tok = buf, *next; tok; tok = next) {
+                next = strchr(tok, ',');
+                if (next)
+                        *next++ = '\0';
+                char *eq = strchr(tok, '=');
+                char *end;
+                if (!eq) {
+                        if (tok != buf) {
+                                snprintf(args->err, args->errlen, "model: option '%s' needs a value", tok);
+                                return -EINVAL;
+                        }
+                        o.instance = catalog_find(tok);
+                        if (!o.instance) {
+                                snprintf(args->err, args->errlen,
+                                         "model: unknown instance type '%s' (see --list-instances)", tok);
+                                return -EINVAL;
+                        }
+                        continue;
+                }
+                *eq = '\0';
+                const char *val = eq + 1;
+                errno = 0;
+                if (strcmp(tok, "seed") == 0) {
+                        unsigned long long v = strtoull(val, &end, 10);
+                        if (errno || end == val || *end || val[0] == '-') {
+                                snprintf(args->err, args->errlen, "model: seed '%s' is not a non-negative integer",
+                                         val);
+                                return -EINVAL;
+                        }
+                        o.seed = v;
+                } else if (strcmp(tok, "speed") == 0) {
+                        double v = strtod(val, &end);
+                        if (errno || end == val || *end || !(v >= 0.001 && v <= 1e6)) {
+                                snprintf(args->err, args->errlen,
+                                         "model: speed '%s' is not a number in [0.001, 1000000]", val);
+                                return -EINVAL;
+                        }
+                        o.speed = v;
+                } else if (strcmp(tok, "scenario") == 0) {
+                        size_t i = 0;
+                        while (i < SCENARIO__COUNT && strcmp(val, scenario_names[i]) != 0)
+                                i++;
+                        if (i == SCENARIO__COUNT) {
+                                snprintf(
+                                        args->err, args->errlen,
+                                        "model: unknown scenario '%s' (expected idle, steady, training, inference, moe or mixed)",
+                                        val);
+                                return -EINVAL;
+                        }
+                        o.scenario = (enum scenario) i;
+                } else if (strcmp(tok, "memory_categories") == 0) {
+                        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
+                                snprintf(args->err, args->errlen, "model: memory_categories '%s' is not on or off",
+                                         val);
+                                return -EINVAL;
+                        }
+                        o.categories = strcmp(val, "on") == 0;
+                } else if (strcmp(tok, "fault") == 0) {
+                        char why[256];
+                        if (o.n_faults == FAULTS_MAX) {
+                                snprintf(args->err, args->errlen, "model: more than %d faults", FAULTS_MAX);
+                                return -EINVAL;
+                        }
+                        if (model_fault_parse(val, &o.faults[o.n_faults], why, sizeof(why)) < 0) {
+                                snprintf(args->err, args->errlen, "model: %s", why);
+                                return -EINVAL;
+                        }
+                        o.n_faults++;
+                } else {
+                        snprintf(args->err, args->errlen, "model: unknown option '%s'", tok);
+                        return -EINVAL;
+                }
+        }
+done:
+        *ret = o;
+        return 0;
+}
