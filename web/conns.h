@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CONNS_FD_RESERVE 64
+#define CONNS_FD_RESERVE 128
 
 struct conns;
 
