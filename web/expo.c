@@ -42,12 +42,19 @@ void expo_escape_label_value(struct buf *out, const char *value) {
         const char *run = value;
         for (const char *p = value;; p++) {
                 const char *esc = *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : NULL;
-                if (!esc && *p)
+                /* A label value that is not UTF-8 makes Prometheus refuse the
+                 * whole scrape: such a byte goes out as U+FFFD. */
+                size_t len = (unsigned char) *p < 0x80 ? 1 : utf8_char_length(p);
+                if (len == 0)
+                        esc = "\xef\xbf\xbd";
+                if (!esc && *p) {
+                        p += len - 1;
                         continue;
+                }
                 buf_append(out, run, (size_t) (p - run));
                 if (!*p)
                         break;
-                buf_append(out, esc, 2);
+                buf_puts(out, esc);
                 run = p + 1;
         }
 }
