@@ -20,10 +20,11 @@ printf 'SN\355\240\200-7\n' >"$TEST_TMP/trn1/devices/virtual/neuron_device/neuro
 start_daemon --backend "sysfs:$TEST_TMP/trn1" --interval 500ms
 
 prom_port=$(free_port)
+# Every second (every ten under valgrind, where a scrape takes longer).
 cat >"$TEST_TMP/prometheus.yml" <<YML
 global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
+  scrape_interval: ${SLOW}s
+  scrape_timeout: ${SLOW}s
 scrape_configs:
   - job_name: neurond
     static_configs:
@@ -36,9 +37,9 @@ query() {
   curl -sS --max-time 10 --get --data-urlencode "query=$1" "http://127.0.0.1:$prom_port/api/v1/query" |
     python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
 }
-sleep 12
+sleep $((12 * SLOW))
 kill -0 "$PROM_PID" 2>/dev/null || fail "prometheus died: $(tail -n 5 "$TEST_TMP/prometheus.log")"
-up=$(query 'min_over_time(up{job="neurond"}[10s])')
+up=$(query "min_over_time(up{job=\"neurond\"}[$((10 * SLOW))s])")
 [ "$up" = 1 ] || fail "up was not 1 throughout: '$up'; $(curl -sS "http://127.0.0.1:$prom_port/api/v1/targets")"
 [ "$(query 'count(neurond_build_info{job="neurond",instance_type="trn1.\uFFFD\uFFFD32xl\"arge"})')" = 1 ] ||
   fail "build_info's instance_type in Prometheus: $(query 'neurond_build_info')"
