@@ -213,7 +213,7 @@ static void add_man_flags(const char *line, struct names *flags, struct names *s
                 fail_msg("doc/neurond.8: no long flag in '%s'", line);
         names_add(flags, flag, n);
         if (short_flag) {
-                char text[NAME_MAX_LEN];
+                char text[NAME_MAX_LEN + 8]; /* "-x, --" and the flag */
                 snprintf(text, sizeof(text), "-%c, --%s", short_flag, flag);
                 names_add(shorts, text, strlen(text));
         }
