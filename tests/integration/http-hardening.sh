@@ -4,9 +4,9 @@
 # at once with one status line; a Host name that is not allowed (DNS
 # rebinding) refused before any handler; TLS 1.0 and 1.1 refused, 1.2 and
 # 1.3 accepted, and the versions configurable; credentials with a NUL byte
-# refused and the scheme's name taken in any case; a FIFO in the web root
-# refused at once, and SIGTERM obeyed at once while clients hold such
-# requests.
+# refused and the scheme's name taken in any case; a FIFO, a socket and a
+# device in the web root refused at once, and SIGTERM obeyed at once while
+# clients hold requests for the FIFO.
 . "$(dirname "$0")/lib.sh"
 need curl
 need openssl
@@ -114,9 +114,12 @@ stop_daemon
 mkdir -p "$TEST_TMP/root"
 cp "$WEB_ROOT/index.html" "$TEST_TMP/root/"
 mkfifo "$TEST_TMP/root/pipe.txt" "$TEST_TMP/root/app.js"
+# A socket, and a device reached through a symlink, are no files to serve either.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$TEST_TMP/root/sock.txt"
+ln -s /dev/zero "$TEST_TMP/root/zero.txt"
 start_daemon --backend model:trn1.2xlarge --web-root "$TEST_TMP/root"
-for path in /pipe.txt /app.js; do
-  [ "$(http_status "$path" --max-time "$((2 * SLOW))")" = 404 ] || fail "$path (a FIFO) was not refused at once"
+for path in /pipe.txt /app.js /sock.txt /zero.txt; do
+  [ "$(http_status "$path" --max-time "$((2 * SLOW))")" = 404 ] || fail "$path (not a regular file) was not refused at once"
 done
 [ "$(http_status /)" = 200 ] || fail "the dashboard after FIFO requests"
 python3 - "$PORT" "$TEST_TMP/held" <<'PY' &
