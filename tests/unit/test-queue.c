@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,6 +126,13 @@ static int ask_query(struct web_fixture *f) {
         return fd;
 }
 
+static size_t count_readable(const struct pollfd *fds, size_t n) {
+        size_t readable = 0;
+        for (size_t i = 0; i < n; i++)
+                readable += (fds[i].revents & POLLIN) != 0;
+        return readable;
+}
+
 /* The status of the answer on fd, read to its end; the socket is closed. */
 static unsigned answer_status(int fd, char *head, size_t size) {
         size_t n = 0;
@@ -153,22 +161,37 @@ static void queue__query_blocked__scrapes_and_health_answered(void **state) {
 
 static void queue__full__503_with_retry_after(void **state) {
         struct web_fixture *f = *state;
-        int waiting[HTTP_QUERIES_WAITING];
+        enum { EXTRA = 8, ASKED = HTTP_QUERIES_WAITING + EXTRA };
+        struct pollfd asked[ASKED];
         char head[4096];
 
         int running = ask_query(f);
         wait_for(&gate.entered, 1);
-        for (size_t i = 0; i < HTTP_QUERIES_WAITING; i++)
-                waiting[i] = ask_query(f);
-        /* The waiting room is full: refused at once, the others still wait. */
-        int refused = ask_query(f);
-        assert_int_equal(answer_status(refused, head, sizeof(head)), 503);
-        assert_non_null(strstr(head, "Retry-After: 1\r\n"));
-        assert_non_null(strstr(head, "too many queries at once; retry later"));
+        for (size_t i = 0; i < ASKED; i++)
+                asked[i] = (struct pollfd){ .fd = ask_query(f), .events = POLLIN };
+        /* The waiting room holds HTTP_QUERIES_WAITING; the rest are refused
+         * at once, whichever order the server read them in. */
+        const struct timespec tenth = { .tv_nsec = 100 * 1000000L };
+        size_t answered = 0;
+        for (int tries = 0; tries < 100 && answered < EXTRA; tries++) {
+                nanosleep(&tenth, NULL);
+                assert_true(poll(asked, ASKED, 0) >= 0);
+                answered = count_readable(asked, ASKED);
+        }
+        assert_int_equal(answered, EXTRA);
+        for (size_t i = 0; i < ASKED; i++) {
+                if (!(asked[i].revents & POLLIN))
+                        continue;
+                assert_int_equal(answer_status(asked[i].fd, head, sizeof(head)), 503);
+                assert_non_null(strstr(head, "Retry-After: 1\r\n"));
+                assert_non_null(strstr(head, "too many queries at once; retry later"));
+                asked[i].fd = -1;
+        }
         open_gate();
         assert_int_equal(answer_status(running, head, sizeof(head)), 200);
-        for (size_t i = 0; i < HTTP_QUERIES_WAITING; i++)
-                assert_int_equal(answer_status(waiting[i], head, sizeof(head)), 200);
+        for (size_t i = 0; i < ASKED; i++)
+                if (asked[i].fd >= 0)
+                        assert_int_equal(answer_status(asked[i].fd, head, sizeof(head)), 200);
 }
 
 static void queue__client_gone__query_cancelled(void **state) {
@@ -198,8 +221,10 @@ static void queue__stopped_while_blocked__503_at_once(void **state) {
         http_stop(f->srv);
         f->srv = NULL;
         assert_int_equal(gate.cancelled, 1);
+        /* Queued, or (if the server had not read it yet) refused by the
+         * stopping queue: 503 either way. */
         assert_int_equal(answer_status(waiting, head, sizeof(head)), 503);
-        assert_non_null(strstr(head, "neurond is stopping"));
+        assert_true(strstr(head, "neurond is stopping") || strstr(head, "too many queries at once"));
         close(running);
 }
 
