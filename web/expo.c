@@ -51,7 +51,8 @@ void expo_escape_label_value(struct buf *out, const char *value) {
                         p += len - 1;
                         continue;
                 }
-                buf_append(out, run, (size_t) (p - run));
+                if (p > run)
+                        buf_append(out, run, (size_t) (p - run));
                 if (!*p)
                         break;
                 buf_puts(out, esc);

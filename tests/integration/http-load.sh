@@ -24,11 +24,16 @@ end=$(status_field last_tick)
 query="/api/v1/query_range?metric=neuroncore_utilization_ratio&start=$(python3 -c "print($end - 7 * 86400)")&end=$end"
 [ "$(http_status "$query")" = 200 ] || fail "the 7-day query: $(http "$query")"
 
+# AddressSanitizer's shadow memory and quarantine multiply resident memory:
+# the bound is for the daemon as built, and not checked under it.
+rss_limit=96
+! grep -q AddressSanitizer "$NEUROND_BIN" || rss_limit=0
 python3 "$(dirname "$0")/scrape-under-load.py" "$PORT" "$DAEMON_PID" 20 4 200 "$query" >"$TEST_TMP/load.json" ||
   fail "the load driver failed"
-python3 - "$TEST_TMP/load.json" <<'PY' || fail "under load: see above"
+python3 - "$TEST_TMP/load.json" "$rss_limit" <<'PY' || fail "under load: see above"
 import json, sys
 r = json.load(open(sys.argv[1]))
+rss_limit = float(sys.argv[2])
 scrapes = sorted(t for _, t in r["scrapes"])
 problems = []
 failed = [s for s in r["scrapes"] if s[0] != 200]
@@ -39,7 +44,7 @@ if unanswered:
     problems.append(f"/healthz unanswered: {unanswered[:5]}")
 if r["queries"].get("200", 0) < 4:
     problems.append(f"the queries did not run: {r['queries']}")
-if r["rss_mib_max"] >= 96:
+if rss_limit and r["rss_mib_max"] >= rss_limit:
     problems.append(f"resident memory reached {r['rss_mib_max']:.1f} MiB")
 print(f"{len(scrapes)} scrapes: median {scrapes[len(scrapes) // 2] * 1000:.0f} ms, max {scrapes[-1] * 1000:.0f} ms; "
       f"queries {r['queries']}; peak RSS {r['rss_mib_max']:.1f} MiB; idle connections reopened {r['idle_reopened']}")

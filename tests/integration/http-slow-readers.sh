@@ -11,6 +11,10 @@
 need curl
 need python3
 SECONDS_READING=${SLOW_READER_SECONDS:-25}
+# AddressSanitizer's shadow memory and quarantine multiply resident memory:
+# the bound is for the daemon as built, and not checked under it.
+rss_limit=64
+! grep -q AddressSanitizer "$NEUROND_BIN" || rss_limit=0
 
 # About 25 simulated minutes stored at 1 s: a matrix of a few megabytes.
 start_daemon --backend model:trn2.48xlarge,seed=5,speed=100 --interval 1s
@@ -21,9 +25,10 @@ query="/api/v1/query_range?metric=neuroncore_utilization_ratio&$window&step=1s"
 bytes=$(curl -sS --max-time 60 "$URL$query" | wc -c)
 [ "$bytes" -gt 4000000 ] || fail "the matrix is only $bytes bytes"
 
-python3 - "$PORT" "$DAEMON_PID" "$SECONDS_READING" "$query" <<'PY' >"$TEST_TMP/out" 2>&1 || fail "$(cat "$TEST_TMP/out")"
+python3 - "$PORT" "$DAEMON_PID" "$SECONDS_READING" "$query" "$rss_limit" <<'PY' >"$TEST_TMP/out" 2>&1 ||
+  fail "$(cat "$TEST_TMP/out")"
 import multiprocessing, socket, sys, time, urllib.request
-port, pid, seconds, query = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+port, pid, seconds, query, rss_limit = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 paths = [query, query, "/metrics", "/api/v1/latest", "/api/v1/series"]
 until = time.monotonic() + seconds
 
@@ -73,7 +78,7 @@ for r in readers:
 print(f"40 slow readers for {seconds:.0f} s: peak RSS {peak:.1f} MiB; answers begun: {answers[0]} 200, "
       f"{answers[1]} other; {scrapes} scrapes")
 assert not failed, f"scrapes failed: {failed[:5]}"
-assert peak < 64, f"resident memory reached {peak:.1f} MiB"
+assert not rss_limit or peak < rss_limit, f"resident memory reached {peak:.1f} MiB"
 PY
 stop_daemon
 echo "PASS: $(cat "$TEST_TMP/out")"
