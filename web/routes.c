@@ -2,7 +2,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "web/admin.h"
 #include "web/api.h"
