@@ -1,13 +1,15 @@
 """Scrapes under hostile load, for tests/integration/http-load.sh and
-bench/http-load.sh: while QUERIES clients run range queries back to back
+bench/http-load.sh. The daemon runs the largest model fast (a tick per two
+simulated minutes at speed=43200); once it has stored seven simulated
+days, QUERIES clients run 7-day range queries over every core back to back
 and IDLE connections are held open (opened again when the server closes
-them), /metrics is scraped every half second the way Prometheus does
+them), while /metrics is scraped every half second the way Prometheus does
 (gzip, a 10 s timeout) and /healthz every second; the daemon's resident
 memory is sampled meanwhile. Prints one JSON object: every scrape's and
 health check's status and latency, the queries' statuses, and the peak
 resident memory.
 
-usage: scrape-under-load.py PORT PID SECONDS QUERIES IDLE QUERY_PATH
+usage: scrape-under-load.py PORT PID SECONDS QUERIES IDLE
 """
 import json
 import multiprocessing
@@ -19,9 +21,29 @@ import time
 import urllib.error
 import urllib.request
 
-port, pid, seconds, n_queries, n_idle, query_path = sys.argv[1:7]
+port, pid, seconds, n_queries, n_idle = sys.argv[1:6]
 port, pid, seconds, n_queries, n_idle = int(port), int(pid), float(seconds), int(n_queries), int(n_idle)
 base = f"http://127.0.0.1:{port}"
+
+
+def status():
+    with urllib.request.urlopen(base + "/api/v1/status", timeout=10) as r:
+        return json.load(r)["data"]
+
+
+# Seven simulated days stored: about 15 s.
+started = status()["started"]
+give_up = time.monotonic() + 90
+while status()["last_tick"] - started < 7 * 86400:
+    if time.monotonic() > give_up:
+        sys.exit("seven simulated days took more than 90 s")
+    time.sleep(0.2)
+end = status()["last_tick"]
+query_path = f"/api/v1/query_range?metric=neuroncore_utilization_ratio&start={end - 7 * 86400}&end={end}"
+with urllib.request.urlopen(base + query_path, timeout=60) as r:
+    if r.status != 200:
+        sys.exit(f"the 7-day query answered {r.status}")
+
 stop_at = time.monotonic() + seconds
 lock = threading.Lock()
 result = {"scrapes": [], "healthz": [], "rss_mib_max": 0}
