@@ -4,7 +4,7 @@
 # the kernel buffers between them and the daemon), /metrics, /api/v1/latest
 # or /api/v1/series, and read a kilobyte every half second, asking again
 # when an answer ends or is refused. For SLOW_READER_SECONDS (25; the issue
-# measured 90, SLOW_READER_SECONDS=90 for that) the daemon's resident
+# measured 90, which `make soak-slow-readers` runs) the daemon's resident
 # memory must stay under 64 MiB, and a scrape every second must be
 # answered 200.
 . "$(dirname "$0")/lib.sh"
@@ -25,8 +25,7 @@ query="/api/v1/query_range?metric=neuroncore_utilization_ratio&$window&step=1s"
 bytes=$(curl -sS --max-time 60 "$URL$query" | wc -c)
 [ "$bytes" -gt 4000000 ] || fail "the matrix is only $bytes bytes"
 
-python3 - "$PORT" "$DAEMON_PID" "$SECONDS_READING" "$query" "$rss_limit" <<'PY' >"$TEST_TMP/out" 2>&1 ||
-  fail "$(cat "$TEST_TMP/out")"
+python3 - "$PORT" "$DAEMON_PID" "$SECONDS_READING" "$query" "$rss_limit" <<'PY' >"$TEST_TMP/out" 2>&1 || fail "$(cat "$TEST_TMP/out")"
 import multiprocessing, socket, sys, time, urllib.request
 port, pid, seconds, query, rss_limit = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 paths = [query, query, "/metrics", "/api/v1/latest", "/api/v1/series"]
