@@ -44,7 +44,6 @@ struct daemon {
         struct store *store;
         struct collector *polled[2]; /* backend and host, as the loop borrows them */
         struct loop loop;
-        struct expo *expo;
         atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         struct web_context web;
         struct http_server *http;
@@ -223,15 +222,6 @@ static int open_loop(struct daemon *d) {
         return 0;
 }
 
-static int open_expo(struct daemon *d) {
-        int r = expo_new(d->loop.series, d->loop.n_series, &d->expo);
-        if (r < 0) {
-                log_error("preparing /metrics: %s", strerror(-r));
-                return EXIT_FAILURE;
-        }
-        return 0;
-}
-
 /* What the HTTP handlers read: the parts opened so far and the settings. */
 static void fill_web_context(struct daemon *d) {
         static const char *const collector_names[] = { "backend", "host" };
@@ -241,9 +231,6 @@ static void fill_web_context(struct daemon *d) {
         d->web = (struct web_context){
                 .web_root = s->web_root,
                 .inv = inv,
-                .series = d->loop.series,
-                .n_series = d->loop.n_series,
-                .expo = d->expo,
                 .self = {
                         .version = PACKAGE_VERSION,
                         .backend = inv->backend,
@@ -312,7 +299,7 @@ static int open_http(struct daemon *d) {
 static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files };
 /* The rest of the daemon. */
 static int (*const run_steps[])(struct daemon *d) = {
-        refuse_root, open_host, open_signals, open_store, open_loop, open_expo, open_http,
+        refuse_root, open_host, open_signals, open_store, open_loop, open_http,
 };
 
 static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), size_t n) {
@@ -324,7 +311,6 @@ static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), s
 
 static void daemon_close(struct daemon *d) {
         http_stop(d->http);
-        expo_free(d->expo);
         loop_done(&d->loop);
         store_close(d->store);
         if (d->signal_fd >= 0)

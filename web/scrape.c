@@ -17,10 +17,25 @@ struct rendered {
         struct buf body;
 };
 
+/* The exposition prepared for one series set (lib/snapshot.h). */
+struct shared_expo {
+        atomic_int refs;
+        uint64_t generation;
+        struct expo *expo;
+};
+
 struct scrape_cache {
         pthread_mutex_t lock;
         struct rendered *slot[2][2]; /* [accept_format][gzip] */
+        struct shared_expo *expo;    /* for the newest series set scraped, or NULL */
 };
+
+static void shared_expo_unref(struct shared_expo *x) {
+        if (x && atomic_fetch_sub(&x->refs, 1) == 1) {
+                expo_free(x->expo);
+                free(x);
+        }
+}
 
 static void rendered_unref(struct rendered *r) {
         if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
@@ -44,6 +59,7 @@ void scrape_cache_free(struct scrape_cache *cache) {
         for (int f = 0; f < 2; f++)
                 for (int z = 0; z < 2; z++)
                         rendered_unref(cache->slot[f][z]);
+        shared_expo_unref(cache->expo);
         pthread_mutex_destroy(&cache->lock);
         free(cache);
 }
@@ -58,6 +74,44 @@ static void compress(struct buf *b) {
                 z.failed = true;
         buf_free(b);
         *b = z;
+}
+
+/* A reference to the exposition of snap's series set, prepared now when
+ * the set is newer than the cache's (runtimes started or exited). NULL when
+ * out of memory. */
+static struct shared_expo *cached_expo(struct scrape_cache *cache, const struct web_context *ctx,
+                                       const struct series_set *set) {
+        struct shared_expo *x, *old = NULL;
+
+        pthread_mutex_lock(&cache->lock);
+        x = cache->expo;
+        if (x && x->generation == set->generation)
+                atomic_fetch_add(&x->refs, 1);
+        else
+                x = NULL;
+        pthread_mutex_unlock(&cache->lock);
+        if (x)
+                return x;
+
+        x = calloc(1, sizeof(*x));
+        if (!x)
+                return NULL;
+        atomic_init(&x->refs, 1);
+        x->generation = set->generation;
+        const struct expo_instance instance = { .inv = ctx->inv, .labels_on_every_series = ctx->instance_labels };
+        if (expo_new_with(set->series, set->n, ctx->inv ? &instance : NULL, &x->expo) < 0) {
+                free(x);
+                return NULL;
+        }
+        pthread_mutex_lock(&cache->lock);
+        if (!cache->expo || cache->expo->generation < x->generation) {
+                old = cache->expo;
+                atomic_fetch_add(&x->refs, 1);
+                cache->expo = x;
+        }
+        pthread_mutex_unlock(&cache->lock);
+        shared_expo_unref(old);
+        return x;
 }
 
 /* A reference to the series half for snap, rendered now unless another
@@ -121,8 +175,10 @@ void scrape_serve(const struct web_context *ctx, const struct web_request *req, 
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         bool failed = !m;
 
-        if (m && snap) {
-                m->series = cached_series(req->scrape, ctx->expo, snap, format, gzip);
+        if (m && snap && snap->set) {
+                struct shared_expo *x = cached_expo(req->scrape, ctx, snap->set);
+                m->series = x ? cached_series(req->scrape, x->expo, snap, format, gzip) : NULL;
+                shared_expo_unref(x);
                 failed = !m->series;
         }
         if (m && !failed) {

@@ -1,7 +1,8 @@
 /* /metrics: the latest tick in the format the client prefers. The series
  * half of the answer is rendered once per tick, format and encoding, and
- * shared by every scrape of that tick; neurond's own metrics are rendered
- * for each request. Thread safe: scrapes run on any of the server's
+ * shared by every scrape of that tick, with an exposition prepared once per
+ * series set (a new one when runtimes start or exit); neurond's own metrics
+ * are rendered for each request. Thread safe: scrapes run on any of the server's
  * threads at once. */
 #pragma once
 
