@@ -79,15 +79,22 @@ static bool moe_all_to_all(int64_t s) {
         return p == 0 || p == 3;
 }
 
-/* Fills util, mem, executions and host traffic of one core for second s. */
+/* Requests a core can serve per second: 15 ms each. */
+#define INFERENCE_CAPACITY (1 / 0.015)
+
+/* Fills util, mem, executions and host traffic of one physical core for
+ * second s; the runtimes' liveness (st->rt_life) is known. */
 static void core_second(struct model *m, unsigned core, int64_t s) {
         struct model_state *st = &m->st;
         const struct catalog_chip *chip = m->instance->chip;
         double share = (double) chip->memory_bytes / chip->cores;
         unsigned d = core / m->cores, g = m->group[d];
-        double u = 0, mem = 0, ok = 0, in = 0, out = 0;
+        double u = 0, mem = 0, ok = 0, drop = 0, in = 0, out = 0;
+        int owner = m->owner[core / m->lnc];
+        enum job job = owner >= 0 && st->rt_life[owner] != RUNTIME_DOWN ? (enum job) m->job[core] : JOB_FREE;
 
-        switch ((enum job) m->job[core]) {
+        st->eff_job[core] = (uint8_t) job;
+        switch (job) {
         case JOB_FREE:
                 /* No runtime: the driver's own rings and notifications only. */
                 mem = 0.002 * share;
@@ -125,8 +132,10 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
                 double req = rate * (0.2 + 1.6 * noise(m, E_CORE(0, core), s));
                 if (noise(m, E_CORE(1, core), s) > 0.97)
                         req *= 2.5; /* a burst */
-                u = clamp(req * 0.015, 0, 1);
-                ok = floor(req);
+                u = clamp(req / INFERENCE_CAPACITY, 0, 1);
+                /* What a burst brings beyond the core's capacity is refused. */
+                ok = floor(req < INFERENCE_CAPACITY ? req : INFERENCE_CAPACITY);
+                drop = floor(req) - ok;
                 /* Weights plus a KV cache that fills and drains. */
                 mem = share * (0.42 + 0.06 * (0.5 + 0.5 * sin(2 * M_PI * (double) s / 600.0 + m->phase[core])));
                 in = ok * 4 * 1048576.0;
@@ -146,13 +155,15 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
                 break;
         }
         if (st->stuck[core]) {
-                /* Hung: nothing runs, nothing moves, the memory stays held. */
-                u = ok = in = out = 0;
+                /* Hung: nothing runs, nothing moves, the memory stays held;
+                 * requests sent to it time out in the runtime's queue. */
+                u = ok = drop = in = out = 0;
         }
         st->util[core] = u;
         st->mem[core] = pages(clamp(mem, 0, share));
         st->ok_rate[core] = ok;
         st->fail_rate[core] = 0;
+        st->drop_rate[core] = drop;
         st->host_in[d] += in;
         st->host_out[d] += out;
 }
@@ -160,7 +171,7 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
 /* NeuronLink demand of a device (0-1) for second s, from its first core's job. */
 static double device_demand(const struct model *m, unsigned d, double u_dev, int64_t s) {
         unsigned core = d * m->cores;
-        switch ((enum job) m->job[core]) {
+        switch ((enum job) m->st.eff_job[core]) {
         case JOB_STEADY:
                 return 0.4 * u_dev;
         case JOB_TRAINING:
@@ -206,6 +217,8 @@ void model_state_compute(struct model *m, int64_t s) {
         memset(st->ecc_rate, 0, (size_t) n_dev * DRIVER_ECC__COUNT * sizeof(double));
         memset(st->host_in, 0, n_dev * sizeof(double));
         memset(st->host_out, 0, n_dev * sizeof(double));
+        for (size_t r = 0; r < m->n_runtimes; r++)
+                st->rt_life[r] = model_runtime_life(m, r, s);
         for (size_t i = 0; i < m->n_active; i++) {
                 const struct model_fault_status *f = &m->active[i];
                 if (!fault_in_force(f, s))
@@ -213,7 +226,8 @@ void model_state_compute(struct model *m, int64_t s) {
                 if (f->fault.kind == FAULT_DEVICE_DOWN)
                         st->down[f->fault.target] = 1;
                 else if (f->fault.kind == FAULT_CORE_STUCK)
-                        st->stuck[f->fault.target] = 1;
+                        /* A logical core: all its physical cores hang. */
+                        memset(&st->stuck[f->fault.target * m->lnc], 1, m->lnc);
                 else if (f->fault.kind == FAULT_LINK_DOWN && f->fault.peer == MODEL_PEER_SWITCH)
                         st->off_switch[f->fault.target] = 1;
                 else if (f->fault.kind == FAULT_ECC)
@@ -226,9 +240,16 @@ void model_state_compute(struct model *m, int64_t s) {
                 const struct model_fault_status *f = &m->active[i];
                 if (f->fault.kind != FAULT_EXEC_ERRORS || !fault_in_force(f, s))
                         continue;
-                unsigned c = f->fault.target;
-                st->fail_rate[c] += f->fault.rate;
-                st->ok_rate[c] = st->ok_rate[c] > f->fault.rate ? st->ok_rate[c] - f->fault.rate : 0;
+                /* A logical core: its physical cores share the failures, and
+                 * only a core that runs something can fail. */
+                for (unsigned k = 0; k < m->lnc; k++) {
+                        unsigned c = f->fault.target * m->lnc + k;
+                        if (st->eff_job[c] == JOB_FREE)
+                                continue;
+                        double rate = f->fault.rate / m->lnc;
+                        st->fail_rate[c] += rate;
+                        st->ok_rate[c] = st->ok_rate[c] > rate ? st->ok_rate[c] - rate : 0;
+                }
         }
 
         /* A device that is gone does nothing at all. */
@@ -242,7 +263,7 @@ void model_state_compute(struct model *m, int64_t s) {
                 if (st->down[d]) {
                         for (unsigned k = 0; k < m->cores; k++) {
                                 unsigned c = d * m->cores + k;
-                                st->util[c] = st->ok_rate[c] = st->fail_rate[c] = 0;
+                                st->util[c] = st->ok_rate[c] = st->fail_rate[c] = st->drop_rate[c] = 0;
                         }
                         st->host_in[d] = st->host_out[d] = 0;
                         for (int e = 0; e < DRIVER_ECC__COUNT; e++)
@@ -310,6 +331,42 @@ void model_state_compute(struct model *m, int64_t s) {
                 double link_frac = link_cap > 0 ? link / link_cap : 0;
                 st->power[d] = st->down[d] ? 0 : clamp(0.12 + 0.65 * u + 0.15 * link_frac, 0, 1);
         }
+        model_runtimes_second(m, s);
+}
+
+/* Adds dt seconds of the current second's rates to the runtimes' counters
+ * and their cores' operations; a runtime that came back as a new process
+ * counts from zero. */
+void model_runtimes_restart(struct model *m) {
+        for (size_t r = 0; r < m->n_runtimes; r++) {
+                const struct model_runtime *rt = &m->runtimes[r];
+                uint64_t life = m->st.rt_life[r];
+                if (life == RUNTIME_DOWN || m->counted_life[r] == life)
+                        continue;
+                memset(&m->rt_exec[r * EXEC_STATUS__COUNT], 0, EXEC_STATUS__COUNT * sizeof(double));
+                memset(&m->rt_err[r * EXEC_ERROR__COUNT], 0, EXEC_ERROR__COUNT * sizeof(double));
+                memset(&m->flops[rt->first_core], 0, rt->n_cores * sizeof(double));
+                m->counted_life[r] = life;
+        }
+}
+
+static void count_runtimes(struct model *m, double dt) {
+        struct model_state *st = &m->st;
+        double peak = m->instance->chip->fp16_tflops * 1e12 / m->cores;
+
+        model_runtimes_restart(m);
+        for (size_t r = 0; r < m->n_runtimes; r++) {
+                const struct model_runtime *rt = &m->runtimes[r];
+                if (st->rt_life[r] == RUNTIME_DOWN)
+                        continue;
+                for (int k = 0; k < EXEC_STATUS__COUNT; k++)
+                        m->rt_exec[r * EXEC_STATUS__COUNT + k] += st->rt_status[r * EXEC_STATUS__COUNT + k] * dt;
+                for (int k = 0; k < EXEC_ERROR__COUNT; k++)
+                        m->rt_err[r * EXEC_ERROR__COUNT + k] += st->rt_errors[r * EXEC_ERROR__COUNT + k] * dt;
+                for (unsigned lc = rt->first_core; lc < rt->first_core + rt->n_cores; lc++)
+                        for (unsigned k = 0; k < m->lnc; k++)
+                                m->flops[lc] += st->util[lc * m->lnc + k] * peak * dt;
+        }
 }
 
 /* Adds what happened during [from_ms, to_ms), one simulated second at a
@@ -327,10 +384,7 @@ void model_advance(struct model *m, int64_t from_ms, int64_t to_ms) {
                 double dt = (double) (end - cur) / 1000.0;
                 double keep = exp(-dt / POWER_WINDOW_S);
                 model_state_compute(m, second);
-                for (unsigned c = 0; c < m->n_cores; c++) {
-                        m->exec_ok[c] += st->ok_rate[c] * dt;
-                        m->exec_fail[c] += st->fail_rate[c] * dt;
-                }
+                count_runtimes(m, dt);
                 for (unsigned d = 0; d < m->n_dev; d++) {
                         for (int i = 0; i < 2; i++)
                                 m->hbm_bytes[d * 2 + i] += st->hbm_rate[d * 2 + i] * dt;
@@ -351,7 +405,7 @@ void model_advance(struct model *m, int64_t from_ms, int64_t to_ms) {
 }
 
 void model_split_categories(const struct model *m, unsigned core, double total, double *out) {
-        const unsigned *share = category_share[m->job[core]];
+        const unsigned *share = category_share[m->st.eff_job[core]];
         double rest = total;
         for (int i = 0; i < DRIVER_MEMORY_CATEGORIES - 1; i++) {
                 out[i] = pages(total * share[i] / 1000.0);
