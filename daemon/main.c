@@ -13,6 +13,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/host.h"
+#include "collectors/imds.h"
 #include "collectors/model.h"
 #include "daemon/loop.h"
 #include "daemon/notify.h"
@@ -141,6 +142,28 @@ static int open_host(struct daemon *d) {
         return 0;
 }
 
+/* Who the instance is: the model makes its instance up; for a backend
+ * that does not know, the EC2 instance metadata service says, once. Off
+ * EC2 (or with the service unreachable) instance_info is absent and the
+ * daemon runs on. */
+#define INSTANCE_METADATA_TIMEOUT_MS 1000
+static int open_identity(struct daemon *d) {
+        struct instance_identity *id = &d->backend->inv.identity;
+        const struct settings_address *a = &d->settings.instance_metadata;
+
+        if (id->instance_id[0])
+                return 0;
+        int r = imds_fetch((const struct sockaddr *) &a->addr, a->len, INSTANCE_METADATA_TIMEOUT_MS, id);
+        if (r < 0) {
+                snprintf(id->error, sizeof(id->error), "instance metadata at %s: %s", a->text, strerror(-r));
+                log_warning("%s; instance_info and the instance labels are absent", id->error);
+                return 0;
+        }
+        log_info("instance %s (%s) in %s, from the instance metadata at %s%s%s", id->instance_id, id->instance_type,
+                 id->availability_zone, a->text, id->error[0] ? "; incomplete: " : "", id->error);
+        return 0;
+}
+
 /* Signals are taken through a signalfd by the loop; they are blocked before
  * any thread starts so that every thread inherits the mask. */
 static int open_signals(struct daemon *d) {
@@ -231,6 +254,7 @@ static void fill_web_context(struct daemon *d) {
         d->web = (struct web_context){
                 .web_root = s->web_root,
                 .inv = inv,
+                .instance_labels = s->instance_labels,
                 .self = {
                         .version = PACKAGE_VERSION,
                         .backend = inv->backend,
@@ -299,7 +323,7 @@ static int open_http(struct daemon *d) {
 static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files };
 /* The rest of the daemon. */
 static int (*const run_steps[])(struct daemon *d) = {
-        refuse_root, open_host, open_signals, open_store, open_loop, open_http,
+        refuse_root, open_host, open_identity, open_signals, open_store, open_loop, open_http,
 };
 
 static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), size_t n) {
