@@ -80,6 +80,11 @@ int loop_init(struct loop *l, struct collector *const *collectors, size_t n_coll
                 .wall_start_ms = clock_ns(CLOCK_REALTIME) / 1000000,
                 .mono_start_ns = clock_ns(CLOCK_MONOTONIC),
         };
+        /* The lists as they are now, so that the store registers the series
+         * the first ticks have; a refresh that fails is tried again then. */
+        for (size_t i = 0; i < n_collectors; i++)
+                if (collectors[i]->ops->refresh)
+                        (void) collectors[i]->ops->refresh(collectors[i], l->wall_start_ms);
         int r = loop_build(l);
         if (r < 0)
                 loop_done(l);

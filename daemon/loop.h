@@ -80,9 +80,10 @@ struct loop {
         atomic_uint_fast64_t store_errors;
 };
 
-/* Builds the combined series list (series set generation 1). The loop
- * borrows everything it is given; the caller registers l->series with the
- * store before the first tick. */
+/* Lets the collectors refresh their lists for the present and builds the
+ * combined series list (series set generation 1). The loop borrows
+ * everything it is given; the caller registers l->series with the store
+ * before the first tick. */
 int loop_init(struct loop *l, struct collector *const *collectors, size_t n_collectors, struct store *store,
               struct snapshot_slot *latest, int64_t interval_ms);
 void loop_done(struct loop *l);

@@ -197,8 +197,8 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
         },
         [METRIC_SYSTEM_VCPU_COUNT] = {
                 .name = "system_vcpu_count",
-                .help = "vCPUs of the host.",
-                .type = METRIC_GAUGE,
+                .help = "vCPUs of the host (a gauge).",
+                .type = METRIC_UNTYPED,
         },
         [METRIC_SYSTEM_VCPU_USAGE] = {
                 .name = "system_vcpu_usage_ratio",

@@ -87,6 +87,9 @@ static void family_header(struct buf *out, enum accept_format format, const char
         } else if (strcmp(type, "info") == 0) {
                 type = "gauge";
         }
+        /* OpenMetrics calls an untyped family "unknown". */
+        if (format == ACCEPT_OPENMETRICS && strcmp(type, "untyped") == 0)
+                type = "unknown";
         buf_puts(out, "# HELP ");
         buf_append(out, sample, name_len);
         buf_puts(out, " ");
@@ -229,9 +232,10 @@ int expo_new_with(const struct series_desc *series, size_t n, const struct expo_
                         for (int f = ACCEPT_TEXT; f <= ACCEPT_OPENMETRICS; f++) {
                                 struct buf b = { 0 };
                                 family_header(&b, (enum accept_format) f, md->name, md->help,
-                                              md->type == METRIC_COUNTER ? "counter"
-                                              : md->type == METRIC_INFO  ? "info"
-                                                                         : "gauge",
+                                              md->type == METRIC_COUNTER   ? "counter"
+                                              : md->type == METRIC_INFO    ? "info"
+                                              : md->type == METRIC_UNTYPED ? "untyped"
+                                                                           : "gauge",
                                               md->unit);
                                 if (b.failed) {
                                         buf_free(&b);
