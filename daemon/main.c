@@ -265,6 +265,7 @@ static void fill_web_context(struct daemon *d) {
                         .store_errors = &d->loop.store_errors,
                         .http_requests = d->http_requests,
                         .history = &d->web.history,
+                        .process = true,
                 },
                 .latest = &d->latest,
                 .history = { &store_history_ops, d->store },

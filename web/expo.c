@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/process.h"
 #include "web/expo.h"
 
 const char *const expo_http_codes[EXPO_HTTP_CODES] = {
@@ -300,6 +301,28 @@ static void counter_line(struct buf *out, const char *name, const atomic_uint_fa
         buf_printf(out, " %llu\n", (unsigned long long) atomic_load_explicit(value, memory_order_relaxed));
 }
 
+/* neurond's process as Prometheus client libraries describe theirs. */
+static void render_process(struct buf *out, enum accept_format format, const struct process_stats *ps) {
+        family_header(out, format, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                      "counter", "seconds");
+        buf_puts(out, "process_cpu_seconds_total ");
+        buf_double(out, ps->cpu_seconds);
+        buf_puts(out, "\n");
+        family_header(out, format, "process_start_time_seconds",
+                      "Start time of the process since unix epoch in seconds.", "gauge", "seconds");
+        buf_puts(out, "process_start_time_seconds ");
+        buf_double(out, ps->start_time);
+        buf_puts(out, "\n");
+        family_header(out, format, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge", "bytes");
+        buf_printf(out, "process_virtual_memory_bytes %llu\n", (unsigned long long) ps->virtual_bytes);
+        family_header(out, format, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", "bytes");
+        buf_printf(out, "process_resident_memory_bytes %llu\n", (unsigned long long) ps->resident_bytes);
+        family_header(out, format, "process_open_fds", "Number of open file descriptors.", "gauge", NULL);
+        buf_printf(out, "process_open_fds %llu\n", (unsigned long long) ps->open_fds);
+        family_header(out, format, "process_max_fds", "Maximum number of open file descriptors.", "gauge", NULL);
+        buf_printf(out, "process_max_fds %llu\n", (unsigned long long) ps->max_fds);
+}
+
 static void render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
                         struct buf *out) {
         family_header(out, format, "neurond_build_info", "neurond version and backend; always 1.", "info", NULL);
@@ -344,6 +367,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                                    (unsigned long long) v);
                 }
         }
+        struct process_stats ps;
+        if (self->process && process_stats_read(&ps) == 0)
+                render_process(out, format, &ps);
         if (!snap)
                 return;
         family_header(out, format, "neurond_collector_up", "1 when the collector's last read succeeded, else 0.",

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,7 @@ struct expo_self {
         const atomic_uint_fast64_t *store_errors;
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
         const struct history *history;             /* the store's write health, or NULL */
+        bool process;                              /* neurond's own process_* figures (lib/process.h) */
 };
 
 /* What /metrics says about the instance and its hardware, as AWS's
