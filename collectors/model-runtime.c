@@ -42,14 +42,15 @@ static const char *const job_names[JOB__COUNT] = {
 };
 
 /* Cores with the same job and key belong to one runtime: one process
- * trains (or runs the MoE model) on every core that does, inference runs
- * one process per tensor-parallel pair of devices (per core on a single
- * device), the others one per device. */
+ * trains (or runs the MoE model, or the steady job) on every core that
+ * does, inference runs one process per tensor-parallel pair of devices (per
+ * core on a single device), and a process holds each idle device. */
 static unsigned runtime_key(const struct model *m, unsigned lc, enum job job) {
         unsigned d = lc / m->lcores;
         switch (job) {
         case JOB_TRAINING:
         case JOB_MOE:
+        case JOB_STEADY:
                 return 0;
         case JOB_INFERENCE:
                 return m->n_dev > 1 ? m->group[d] : lc;
