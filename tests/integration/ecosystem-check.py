@@ -18,6 +18,7 @@ import json
 import math
 import re
 import sys
+import time
 import urllib.parse
 import urllib.request
 
@@ -120,8 +121,13 @@ class Job:
     def __init__(self, prom, job, url):
         self.prom, self.job, self.url = prom, job, url.rstrip("/") + "/"
         # The job's latest scrape: the dashboard's instant queries at that time
-        # see exactly the exposition neurond served then.
-        r = get(prom + "api/v1/query", {"query": f'timestamp(up{{job="{job}"}} == 1)'})["result"]
+        # see exactly the exposition neurond served then. (A scrape that
+        # failed, as one may under valgrind: wait for the next.)
+        for _ in range(30):
+            r = get(prom + "api/v1/query", {"query": f'timestamp(up{{job="{job}"}} == 1)'})["result"]
+            if r:
+                break
+            time.sleep(1)
         self.scraped = float(r[0]["value"][1])
         r = self.prom_query(f'neurond_last_poll_timestamp_seconds{{job="{job}"}}')
         # The tick that exposition was of, in neurond's time.
