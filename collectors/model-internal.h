@@ -203,6 +203,18 @@ int model_build_topology(struct model *m);
 
 /* ---- model-physics.c ---- */
 
+/* splitmix64: a tiny, well-mixed hash so that every value is a pure function
+ * of (seed, entity, simulated second): the same seed gives the same series. */
+uint64_t model_mix(uint64_t x);
+
+/* Uniform in [0, 1) for an entity and a simulated second. Entities: E_CORE,
+ * E_DEV, E_GROUP and E_RUNTIME of a quantity q (the top bits). */
+double model_noise(const struct model *m, uint64_t entity, int64_t second);
+#define E_CORE(q, c) ((uint64_t) (q) << 40 | 1u << 28 | (c))
+#define E_DEV(q, d) ((uint64_t) (q) << 40 | 2u << 28 | (d))
+#define E_GROUP(q, g) ((uint64_t) (q) << 40 | 3u << 28 | (g))
+#define E_RUNTIME(q, r) ((uint64_t) (q) << 40 | 4u << 28 | (r))
+
 /* Sets each core's fixed random phase and MoE weight. */
 void model_physics_init(struct model *m);
 

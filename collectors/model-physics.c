@@ -21,19 +21,16 @@ static const unsigned category_share[JOB__COUNT][DRIVER_MEMORY_CATEGORIES] = {
 /* sysfs power utilization averages over the last minute. */
 #define POWER_WINDOW_S 60.0
 
-/* splitmix64: a tiny, well-mixed hash so that every value is a pure function
- * of (seed, entity, simulated second): the same seed gives the same series. */
-static uint64_t mix(uint64_t x) {
+uint64_t model_mix(uint64_t x) {
         x += 0x9e3779b97f4a7c15ull;
         x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
         x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
         return x ^ (x >> 31);
 }
 
-/* Uniform in [0, 1). Entities: 0x1xxxxxxx cores, 0x2xxxxxxx devices,
- * 0x3xxxxxxx groups; the top bits pick the quantity. */
-static double noise(const struct model *m, uint64_t entity, int64_t second) {
-        return (double) (mix(m->seed ^ mix(entity ^ mix((uint64_t) second))) >> 11) / 9007199254740992.0;
+double model_noise(const struct model *m, uint64_t entity, int64_t second) {
+        return (double) (model_mix(m->seed ^ model_mix(entity ^ model_mix((uint64_t) second))) >> 11) /
+               9007199254740992.0;
 }
 
 static double clamp(double v, double lo, double hi) {
@@ -46,15 +43,11 @@ static double pages(double bytes) {
 
 /* ---- workloads -------------------------------------------------------- */
 
-#define E_CORE(q, c) ((uint64_t) (q) << 40 | 1u << 28 | (c))
-#define E_DEV(q, d) ((uint64_t) (q) << 40 | 2u << 28 | (d))
-#define E_GROUP(q, g) ((uint64_t) (q) << 40 | 3u << 28 | (g))
-
 void model_physics_init(struct model *m) {
         for (unsigned c = 0; c < m->n_cores; c++) {
-                m->phase[c] = 2 * M_PI * noise(m, E_CORE(2, c), 0);
+                m->phase[c] = 2 * M_PI * model_noise(m, E_CORE(2, c), 0);
                 /* A few popular experts, a long tail of quiet ones. */
-                double w = noise(m, E_CORE(3, c), 0);
+                double w = model_noise(m, E_CORE(3, c), 0);
                 m->weight[c] = 0.15 + 0.85 * w * w;
                 m->dev_weight[c / m->cores] += m->weight[c] / m->cores;
         }
@@ -63,12 +56,12 @@ void model_physics_init(struct model *m) {
 /* Training: a data-parallel step of 8-15 seconds per job, compute first,
  * then an all-reduce over NeuronLink for the last 30 %. */
 static unsigned training_period(const struct model *m, unsigned group) {
-        return 8 + (unsigned) (mix(m->seed ^ E_GROUP(1, group)) % 8);
+        return 8 + (unsigned) (model_mix(m->seed ^ E_GROUP(1, group)) % 8);
 }
 
 static bool training_allreduce(const struct model *m, unsigned group, int64_t s) {
         unsigned period = training_period(m, group);
-        unsigned offset = (unsigned) (mix(m->seed ^ E_GROUP(2, group)) % period);
+        unsigned offset = (unsigned) (model_mix(m->seed ^ E_GROUP(2, group)) % period);
         unsigned in_step = (unsigned) (((s + offset) % period + period) % period);
         return in_step * 10 >= period * 7;
 }
@@ -101,11 +94,11 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
                 break;
         case JOB_ALLOCATED_IDLE:
                 /* A process holds its model in memory and runs nothing. */
-                mem = (0.6 + 0.2 * noise(m, E_GROUP(3, g), 0)) * share;
+                mem = (0.6 + 0.2 * model_noise(m, E_GROUP(3, g), 0)) * share;
                 break;
         case JOB_STEADY: {
                 double swing = 0.3 * sin(2 * M_PI * (double) s / 600.0 + m->phase[core]);
-                u = clamp(0.55 + swing + 0.1 * (noise(m, E_CORE(0, core), s) - 0.5), 0, 1);
+                u = clamp(0.55 + swing + 0.1 * (model_noise(m, E_CORE(0, core), s) - 0.5), 0, 1);
                 mem = share * (0.6 + 0.05 * sin(2 * M_PI * (double) s / 3600.0 + m->phase[core]));
                 ok = 20 * u;
                 in = 0.002 * chip->dma_bandwidth * u / chip->cores;
@@ -114,11 +107,11 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
         }
         case JOB_TRAINING: {
                 bool reduce = training_allreduce(m, g, s);
-                double n = noise(m, E_CORE(0, core), s);
+                double n = model_noise(m, E_CORE(0, core), s);
                 u = reduce ? 0.08 + 0.1 * n : 0.86 + 0.12 * n;
                 /* Weights, optimizer state and activations: a steady fraction
                  * chosen per job, breathing by 1 % over a step. */
-                mem = share * (0.75 + 0.15 * noise(m, E_GROUP(4, g), 0) + (reduce ? 0.01 : 0));
+                mem = share * (0.75 + 0.15 * model_noise(m, E_GROUP(4, g), 0) + (reduce ? 0.01 : 0));
                 ok = 1.0 / training_period(m, g);
                 /* The input pipeline feeds batches during compute; every
                  * 30 minutes a 20-second checkpoint goes to the host. */
@@ -129,8 +122,8 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
         }
         case JOB_INFERENCE: {
                 double rate = 40 * (0.75 + 0.25 * sin(2 * M_PI * (double) s / 1800.0 + m->phase[core]));
-                double req = rate * (0.2 + 1.6 * noise(m, E_CORE(0, core), s));
-                if (noise(m, E_CORE(1, core), s) > 0.97)
+                double req = rate * (0.2 + 1.6 * model_noise(m, E_CORE(0, core), s));
+                if (model_noise(m, E_CORE(1, core), s) > 0.97)
                         req *= 2.5; /* a burst */
                 u = clamp(req / INFERENCE_CAPACITY, 0, 1);
                 /* What a burst brings beyond the core's capacity is refused. */
@@ -143,7 +136,7 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
                 break;
         }
         case JOB_MOE: {
-                double n = noise(m, E_CORE(0, core), s);
+                double n = model_noise(m, E_CORE(0, core), s);
                 u = moe_all_to_all(s) ? 0.1 + 0.05 * n : clamp(m->weight[core] * (0.9 + 0.1 * n), 0, 1);
                 mem = share * (0.82 + 0.1 * m->weight[core]);
                 ok = 0.25;
@@ -175,7 +168,7 @@ static double device_demand(const struct model *m, unsigned d, double u_dev, int
         case JOB_STEADY:
                 return 0.4 * u_dev;
         case JOB_TRAINING:
-                return training_allreduce(m, m->group[d], s) ? 0.85 + 0.1 * noise(m, E_DEV(0, d), s) : 0.04;
+                return training_allreduce(m, m->group[d], s) ? 0.85 + 0.1 * model_noise(m, E_DEV(0, d), s) : 0.04;
         case JOB_INFERENCE:
                 /* Tensor-parallel pairs exchange activations. */
                 return 0.05 * u_dev;

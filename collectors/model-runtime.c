@@ -23,17 +23,9 @@ const char *const runtime_host_memory_names[HOST_MEM__COUNT] = {
 #define MiB 1048576.0
 #define GiB 1073741824.0
 
-static uint64_t mix(uint64_t x) {
-        x += 0x9e3779b97f4a7c15ull;
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
-}
-
-/* Uniform in [0, 1) for (seed, runtime, second, quantity). */
+/* Uniform in [0, 1) for quantity q of runtime r in second s. */
 static double noise(const struct model *m, size_t r, int64_t s, unsigned q) {
-        return (double) (mix(m->seed ^ mix((uint64_t) r << 8 ^ q ^ mix((uint64_t) s ^ 0x52554e54))) >> 11) /
-               9007199254740992.0;
+        return model_noise(m, E_RUNTIME(q, r), s);
 }
 
 static const char *const job_names[JOB__COUNT] = {
@@ -93,7 +85,7 @@ int model_place_runtimes(struct model *m) {
                 struct model_runtime *r = &m->runtimes[last_inference];
                 r->restarts = true;
                 r->name[0] = '\0';
-                r->phase = (unsigned) (mix(m->seed ^ 0x4c494645) % LIFE_PERIOD_S);
+                r->phase = (unsigned) (model_mix(m->seed ^ 0x4c494645) % LIFE_PERIOD_S);
         }
         return 0;
 }
@@ -111,7 +103,7 @@ uint64_t model_runtime_life(const struct model *m, size_t r, int64_t s) {
  * has lives other than 0, and n_runtimes * (life % 16) moves it past every
  * other runtime's number. */
 uint32_t model_runtime_pid(const struct model *m, size_t r, uint64_t life) {
-        uint64_t k = mix(m->seed) % 1000 + r + m->n_runtimes * (life % 16);
+        uint64_t k = model_mix(m->seed) % 1000 + r + m->n_runtimes * (life % 16);
         return (uint32_t) (1000 + 97 * k);
 }
 
@@ -230,9 +222,9 @@ void model_identity(const struct model *m, struct instance_identity *ret) {
                 { "us-east-2", "us-east-2c", "use2-az3" },
                 { "us-west-2", "us-west-2d", "usw2-az4" },
         };
-        uint64_t h = mix(m->seed ^ 0x4944);
+        uint64_t h = model_mix(m->seed ^ 0x4944);
         for (const char *p = m->instance->name; *p; p++)
-                h = mix(h ^ (unsigned char) *p);
+                h = model_mix(h ^ (unsigned char) *p);
         size_t place = h % (sizeof(places) / sizeof(places[0]));
         struct instance_identity id = { 0 };
         /* Ids are 17 hex digits, as EC2 writes them (a 0 and 64 bits here). */
@@ -242,7 +234,7 @@ void model_identity(const struct model *m, struct instance_identity *ret) {
         snprintf(id.availability_zone, sizeof(id.availability_zone), "%s", places[place].zone);
         snprintf(id.availability_zone_id, sizeof(id.availability_zone_id), "%s", places[place].zone_id);
         snprintf(id.region, sizeof(id.region), "%s", places[place].region);
-        snprintf(id.subnet_id, sizeof(id.subnet_id), "subnet-%017llx", (unsigned long long) mix(h));
-        snprintf(id.ami_id, sizeof(id.ami_id), "ami-%017llx", (unsigned long long) mix(h ^ 1));
+        snprintf(id.subnet_id, sizeof(id.subnet_id), "subnet-%017llx", (unsigned long long) model_mix(h));
+        snprintf(id.ami_id, sizeof(id.ami_id), "ami-%017llx", (unsigned long long) model_mix(h ^ 1));
         *ret = id;
 }
