@@ -293,10 +293,10 @@ healthz_tick() {
 }
 
 # stable_metrics: /metrics without what changes from run to run: the
-# daemon's own neurond_* families (timing, build, root path) and the
-# host's system_*.
+# daemon's own neurond_* and process_* families (timing, build, root path,
+# its process) and the host's system_*.
 stable_metrics() {
-  http /metrics --fail | grep -Ev '^(# (HELP|TYPE) )?(neurond_|system_)'
+  http /metrics --fail | grep -Ev '^(# (HELP|TYPE) )?(neurond_|system_|process_)'
 }
 
 # free_port: a port that was free a moment ago, for programs that cannot
