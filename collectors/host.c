@@ -54,10 +54,8 @@ static int read_cpu(struct host *h, struct sample_batch *out) {
         struct host_cpu_times cur;
         size_t len;
 
-        int r = file_read_at(h->root_fd, "stat", h->stat, sizeof(h->stat), &len);
         /* Only the head matters (see STAT_HEAD): a longer file is fine. */
-        if (r > 0)
-                r = 0;
+        int r = file_read_at(h->root_fd, "stat", h->stat, sizeof(h->stat), FILE_READ_HEAD, &len);
         if (r == 0)
                 r = host_parse_stat(h->stat, len, &cur);
         if (r < 0) {
@@ -86,9 +84,8 @@ static int read_memory(struct host *h, struct sample_batch *out) {
         struct host_memory mem;
         size_t len;
 
-        int r = file_read_at(h->root_fd, "meminfo", buf, sizeof(buf), &len);
-        if (r > 0)
-                r = 0;
+        /* MemTotal and MemAvailable lead the file, the swap lines follow. */
+        int r = file_read_at(h->root_fd, "meminfo", buf, sizeof(buf), FILE_READ_HEAD, &len);
         if (r == 0)
                 r = host_parse_meminfo(buf, len, &mem);
         if (r < 0)

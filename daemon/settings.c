@@ -14,9 +14,15 @@
 
 #include "collectors/imds.h"
 #include "daemon/settings.h"
+#include "lib/file.h"
 #include "lib/parse.h"
 #include "storage/store.h"
 #include "web/http.h"
+
+/* The config file is small: a size cap, and lines that inih's line buffer
+ * holds whole, with a '\r', the '\n' and a NUL (ini.h's INI_MAX_LINE). */
+#define CONFIG_FILE_MAX (1024 * 1024)
+#define CONFIG_LINE_MAX (INI_MAX_LINE - 3)
 
 #define FIELD(name) .offset = offsetof(struct settings, name), .size = sizeof(((struct settings *) 0)->name)
 
@@ -29,7 +35,7 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_LISTEN,
                 FIELD(listen),
                 .default_text = SETTINGS_DEFAULT_LISTEN,
-                .help = "address to serve HTTP on; port 0 picks a free port and logs it",
+                .help = "address to serve HTTP on, :PORT for every address; port 0 picks a free port and logs it",
         },
         {
                 .key = "db",
@@ -147,6 +153,17 @@ const struct settings_item settings_table[] = {
                 .help = "cap on the stored data, such as 512M or 1G; 0 for none",
         },
         {
+                .key = "integrity_check_interval",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(integrity_check_ms),
+                .min = 1000,
+                .max = 30LL * 24 * 3600 * 1000,
+                .default_value = STORE_DEFAULT_CHECK_INTERVAL_MS,
+                .help = "how often PRAGMA quick_check reads the whole database for damage (about 1 s per GiB, on a "
+                        "thread of its own)",
+        },
+        {
                 .key = "tls_cert",
                 .arg = "PATH",
                 .kind = SETTINGS_TEXT,
@@ -189,6 +206,23 @@ const struct settings_item settings_table[] = {
                 .help = "Access-Control-Allow-Origin for browsers on another origin",
         },
         {
+                .key = "tls_priorities",
+                .arg = "STRING",
+                .kind = SETTINGS_TEXT,
+                FIELD(tls_priorities),
+                .default_text = HTTP_DEFAULT_TLS_PRIORITIES,
+                .help = "GnuTLS priority string for HTTPS: protocol versions and ciphers",
+        },
+        {
+                .key = "allowed_hosts",
+                .arg = "NAMES",
+                .kind = SETTINGS_TEXT,
+                FIELD(allowed_hosts),
+                .default_help = "localhost and the other loopback names",
+                .help = "host names a request's Host header may carry, comma-separated (*.domain for its "
+                        "subdomains, * for any); IP addresses are always allowed",
+        },
+        {
                 .key = "max_connections",
                 .arg = "N",
                 .kind = SETTINGS_UINT,
@@ -209,6 +243,16 @@ const struct settings_item settings_table[] = {
                 .help = "idle time before an HTTP connection is closed",
         },
         {
+                .key = "header_timeout",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(header_timeout_ms),
+                .min = 1000,
+                .max = 3600 * 1000,
+                .default_value = HTTP_DEFAULT_HEADER_TIMEOUT_S * 1000,
+                .help = "time for a request's headers to arrive, from the connection or the previous answer",
+        },
+        {
                 .key = "max_header_bytes",
                 .arg = "N",
                 .kind = SETTINGS_UINT,
@@ -217,6 +261,36 @@ const struct settings_item settings_table[] = {
                 .max = 1048576,
                 .default_value = HTTP_DEFAULT_MAX_HEADER_BYTES,
                 .help = "largest request headers accepted (more is 431)",
+        },
+        {
+                .key = "max_queries",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                FIELD(max_queries),
+                .min = 1,
+                .max = 64,
+                .default_value = HTTP_DEFAULT_MAX_QUERIES,
+                .help = "range and series queries running or sending their answer at once; more wait, then 503",
+        },
+        {
+                .key = "max_query_series",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                FIELD(max_query_series),
+                .min = 1,
+                .max = 1000000,
+                .default_value = HTTP_DEFAULT_MAX_QUERY_SERIES,
+                .help = "series one range query may match (more is 422)",
+        },
+        {
+                .key = "max_query_points",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                FIELD(max_query_points),
+                .min = 1000,
+                .max = HISTORY_POINTS_MAX,
+                .default_value = HTTP_DEFAULT_MAX_QUERY_POINTS,
+                .help = "points one range query may return, its series times its points per series (more is 422)",
         },
         {
                 .flag = "config",
@@ -264,7 +338,8 @@ const struct settings_item settings_table[] = {
 const size_t settings_table_size = TABLE_SIZE;
 
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len) {
-        char host[INET6_ADDRSTRLEN + 2];
+        /* No address (":PORT") is every address. */
+        char host[INET6_ADDRSTRLEN + 2] = "[::]";
         const char *colon;
         struct sockaddr_storage ss = { 0 };
         socklen_t len;
@@ -280,10 +355,14 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
                         return -EINVAL;
         }
         size_t host_len = (size_t) (colon - text);
-        if (host_len == 0 || host_len >= sizeof(host))
+        if (host_len >= sizeof(host))
                 return -EINVAL;
-        memcpy(host, text, host_len);
-        host[host_len] = '\0';
+        if (host_len > 0) {
+                memcpy(host, text, host_len);
+                host[host_len] = '\0';
+        } else {
+                host_len = strlen(host);
+        }
 
         uint64_t port;
         if (parse_uint_range(colon + 1, 0, 65535, &port) < 0)
@@ -495,22 +574,61 @@ static int on_ini_value(void *user, const char *section, const char *name, const
         return 0;
 }
 
+/* Refuses what inih would misread: a line longer than its line buffer,
+ * which it splits without a word (the rest read as a line of its own), and
+ * control bytes, which no config file holds (a binary file, a device).
+ * Returns 0, or -EINVAL with the line named in err. */
+static int check_config_text(const char *path, const char *text, char *err, size_t errlen) {
+        const char *line = text;
+
+        for (int lineno = 1;; lineno++) {
+                size_t span = strcspn(line, "\n"), len = span;
+                bool end = line[span] == '\0';
+                /* A CRLF line's '\r' is part of its end. */
+                if (!end && len > 0 && line[len - 1] == '\r')
+                        len--;
+                if (len > CONFIG_LINE_MAX) {
+                        snprintf(err, errlen, "%s:%d: the line is longer than %d bytes", path, lineno, CONFIG_LINE_MAX);
+                        return -EINVAL;
+                }
+                for (size_t i = 0; i < len; i++) {
+                        unsigned char c = (unsigned char) line[i];
+                        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                                snprintf(err, errlen, "%s:%d: a control byte (0x%02x): not a text file", path, lineno,
+                                         c);
+                                return -EINVAL;
+                        }
+                }
+                if (end)
+                        return 0;
+                line += span + 1;
+        }
+}
+
 static int load_config_file(struct settings *s, const char *path, char *err, size_t errlen) {
-        FILE *f = fopen(path, "re");
-        if (!f) {
-                snprintf(err, errlen, "config file %s: %s", path, strerror(errno));
-                return -EINVAL;
-        }
         struct ini_state st = { .settings = s };
-        int line = ini_parse_file(f, on_ini_value, &st);
-        fclose(f);
-        if (line != 0) {
-                snprintf(err, errlen, "%s:%d: %s", path, line,
-                         st.error ? st.why : "not a valid INI line (expected key = value)");
+        char why[128];
+        char *text = NULL;
+        size_t len;
+
+        int r = file_read_text(path, CONFIG_FILE_MAX, &text, &len, why, sizeof(why));
+        if (r < 0) {
+                snprintf(err, errlen, "config file %s: %s", path, why);
                 return -EINVAL;
         }
-        snprintf(s->config_path, sizeof(s->config_path), "%s", path);
-        return 0;
+        r = check_config_text(path, text, err, errlen);
+        if (r == 0) {
+                int line = ini_parse_string(text, on_ini_value, &st);
+                if (line != 0) {
+                        snprintf(err, errlen, "%s:%d: %s", path, line,
+                                 st.error ? st.why : "not a valid INI line (expected key = value)");
+                        r = -EINVAL;
+                }
+        }
+        free(text);
+        if (r == 0)
+                snprintf(s->config_path, sizeof(s->config_path), "%s", path);
+        return r;
 }
 
 static bool takes_value(const struct settings_item *it) {

@@ -349,8 +349,11 @@ static int load_series(struct store *s, int metric, const struct history_matcher
 int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
                       struct series_desc **ret, size_t *ret_n) {
         pthread_mutex_lock(&s->read_lock);
+        uint64_t generation = store_generation(s);
         int r = s->read_db ? load_series(s, metric, matchers, n_matchers, ret, NULL, ret_n) : -EAGAIN;
         pthread_mutex_unlock(&s->read_lock);
+        if (r == -EUCLEAN)
+                store_note_damage(s, generation);
         return r;
 }
 
@@ -380,6 +383,7 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
                 return -ENOMEM;
         }
         pthread_mutex_lock(&s->read_lock);
+        uint64_t generation = store_generation(s);
         /* One read transaction: chunks and recent rows from one snapshot. */
         r = s->read_db ? sql_exec(s->read_db, "BEGIN") : -EAGAIN;
         if (r == 0)
@@ -392,6 +396,10 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
                         r = -ENOMEM;
         }
         for (size_t i = 0; i < n && r == 0; i++) {
+                if (q->cancelled && q->cancelled(q->cancel_cls)) {
+                        r = -ECANCELED;
+                        break;
+                }
                 struct history_series *out = &res->series[res->n_series];
                 *out = (struct history_series){ .desc = list[i] };
                 r = read_points(s, tier, ids[i], q, cells, n_buckets, out);
@@ -406,6 +414,9 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
         free(list);
         free(ids);
         free(cells);
+        /* A damaged file found by a query: the tick loop sets it aside. */
+        if (r == -EUCLEAN)
+                store_note_damage(s, generation);
         if (r < 0) {
                 history_result_free(res);
                 return r;
