@@ -3,6 +3,7 @@
  *   model.c           the collector: open, read, close, the series it reports
  *   model-options.c   the backend spec's options
  *   model-topology.c  jobs per core, NeuronLink links and their capacities
+ *   model-noise.c     the hash every varying value derives from
  *   model-physics.c   the simulation: rates per simulated second, counters
  *   model-runtime.c   the Neuron runtimes a scenario places, their lives and
  *                     figures, and the made-up instance identity
@@ -201,7 +202,7 @@ void model_identity(const struct model *m, struct instance_identity *ret);
 /* Fills each device's peers and m->links from the instance's topology. */
 int model_build_topology(struct model *m);
 
-/* ---- model-physics.c ---- */
+/* ---- model-noise.c ---- */
 
 /* splitmix64: a tiny, well-mixed hash so that every value is a pure function
  * of (seed, entity, simulated second): the same seed gives the same series. */
@@ -214,6 +215,8 @@ double model_noise(const struct model *m, uint64_t entity, int64_t second);
 #define E_DEV(q, d) ((uint64_t) (q) << 40 | 2u << 28 | (d))
 #define E_GROUP(q, g) ((uint64_t) (q) << 40 | 3u << 28 | (g))
 #define E_RUNTIME(q, r) ((uint64_t) (q) << 40 | 4u << 28 | (r))
+
+/* ---- model-physics.c ---- */
 
 /* Sets each core's fixed random phase and MoE weight. */
 void model_physics_init(struct model *m);

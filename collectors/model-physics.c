@@ -21,18 +21,6 @@ static const unsigned category_share[JOB__COUNT][DRIVER_MEMORY_CATEGORIES] = {
 /* sysfs power utilization averages over the last minute. */
 #define POWER_WINDOW_S 60.0
 
-uint64_t model_mix(uint64_t x) {
-        x += 0x9e3779b97f4a7c15ull;
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
-}
-
-double model_noise(const struct model *m, uint64_t entity, int64_t second) {
-        return (double) (model_mix(m->seed ^ model_mix(entity ^ model_mix((uint64_t) second))) >> 11) /
-               9007199254740992.0;
-}
-
 static double clamp(double v, double lo, double hi) {
         return v < lo ? lo : v > hi ? hi : v;
 }
