@@ -120,15 +120,19 @@ def close(a, b, rel=1e-6, absolute=1e-9):
 class Job:
     def __init__(self, prom, job, url):
         self.prom, self.job, self.url = prom, job, url.rstrip("/") + "/"
-        # The job's latest scrape: the dashboard's instant queries at that time
-        # see exactly the exposition neurond served then. (A scrape that
-        # failed, as one may under valgrind: wait for the next.)
+        # The job's latest successful scrape, at the time Prometheus stamped
+        # its samples with: the dashboard's instant queries at that time see
+        # exactly the exposition neurond served then, and no scrape that
+        # Prometheus stores while this runs. (timestamp(up == 1) would be the
+        # time of the query, not of the scrape.) A range vector carries each
+        # sample's own time.
         for _ in range(30):
-            r = get(prom + "api/v1/query", {"query": f'timestamp(up{{job="{job}"}} == 1)'})["result"]
-            if r:
+            r = get(prom + "api/v1/query", {"query": f'up{{job="{job}"}}[1m]'})["result"]
+            ok = [float(t) for t, v in r[0]["values"] if v == "1"] if r else []
+            if ok:
                 break
             time.sleep(1)
-        self.scraped = float(r[0]["value"][1])
+        self.scraped = ok[-1]
         r = self.prom_query(f'neurond_last_poll_timestamp_seconds{{job="{job}"}}')
         # The tick that exposition was of, in neurond's time.
         self.tick = float(r[0]["value"][1])
