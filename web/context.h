@@ -13,6 +13,7 @@
 #include "lib/faults.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
+#include "lib/pods.h"
 #include "lib/snapshot.h"
 #include "web/auth.h"
 #include "web/expo.h"
@@ -25,6 +26,7 @@ struct web_context {
         const struct expo *expo;
         struct expo_self self;
         struct snapshot_slot *latest;
+        struct pod_slot *pods;       /* who holds which cores and devices; NULL when pod_labels is off */
         struct history history;      /* stored history; ops NULL when there is none */
         int64_t interval_ms;         /* simulated time between ticks */
         double time_scale;           /* simulated seconds per wall second */
