@@ -1,6 +1,8 @@
 /* One call of the kubelet's pod-resources API, v1.PodResourcesLister/List
  * (kube/podresources.proto), over the kubelet's unix socket, with gRPC's C
- * core library and protobuf-c.
+ * core library and protobuf-c. gRPC's library is loaded (dlopen) and
+ * started by the first call that finds a socket; a missing library is an
+ * error of that call (-ENOPKG), not of the daemon.
  *
  * Not thread safe with itself: one thread makes the calls, then
  * podres_shutdown(). Never logs. */
@@ -29,6 +31,7 @@ void podres_shutdown(void);
  * with the reason in err: -ENOENT (no socket there), -ENOTSOCK, -EACCES
  * (no permission to connect), -ECONNREFUSED (nothing answers),
  * -ETIMEDOUT, -EOPNOTSUPP (a kubelet without this API), -EBADMSG (an
- * answer that does not decode), -EIO (another gRPC error), -ENOMEM. */
+ * answer that does not decode), -EIO (another gRPC error), -ENOPKG (gRPC's
+ * library cannot be loaded), -ENOMEM. */
 int podres_list(const char *socket_path, int64_t timeout_ms, const atomic_bool *stop, struct pod_map *m, char *err,
                 size_t errlen);
