@@ -20,7 +20,7 @@
 #include "kube/podwatch.h"
 #include "lib/clock.h"
 #include "lib/log.h"
-#include "lib/pods.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "storage/store.h"
 #include "web/api.h"
@@ -335,6 +335,7 @@ static void fill_web_context(struct daemon *d) {
                 },
                 .latest = &d->latest,
                 .pods = d->podwatch ? &d->pods : NULL,
+                .pod_resources_socket = s->pod_resources_socket,
                 .history = { &store_history_ops, d->store },
                 .interval_ms = s->interval_ms,
                 .time_scale = d->loop.time_scale,

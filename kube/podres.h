@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/pods.h"
+#include "lib/pod.h"
 
 /* The kubelet's own limit on a message of this API (podresources'
  * DefaultMaxMsgSize), which a node full of pods may approach. */

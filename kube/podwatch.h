@@ -1,6 +1,6 @@
 /* Pod attribution's refresh thread: every interval it asks the kubelet's
  * pod-resources API (kube/podres.h) which containers hold which Neuron
- * cores and devices, maps the answer onto this host's cores (lib/pods.h)
+ * cores and devices, maps the answer onto this host's cores (lib/pod.h)
  * and publishes it in a pod_slot, so neither a missing, slow nor vanishing
  * kubelet ever holds up the tick loop or a scrape.
  *
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/pods.h"
+#include "lib/pod.h"
 
 /* A call may take the interval, and never more than this. */
 #define PODWATCH_TIMEOUT_MAX_MS 5000

@@ -152,6 +152,7 @@ void web_fixture_init(struct web_fixture *f) {
         assert_int_equal(f->inv.n_series, FIXTURE_SERIES_COUNT);
 
         snapshot_slot_init(&f->latest);
+        pod_slot_init(&f->pods);
         struct snapshot *snap = snapshot_new(FIXTURE_SERIES_COUNT);
         assert_non_null(snap);
         snap->tick = 1;
@@ -213,6 +214,7 @@ void web_fixture_free(struct web_fixture *f) {
 
         http_stop(f->srv);
         expo_free(f->expo);
+        pod_slot_destroy(&f->pods);
         snapshot_slot_destroy(&f->latest);
         inventory_free(&f->inv);
         snprintf(path, sizeof(path), "%s/index.html", f->web_root);

@@ -45,6 +45,7 @@ struct fake_faults {
 struct web_fixture {
         struct inventory inv;
         struct snapshot_slot latest;
+        struct pod_slot pods; /* empty, and not in ctx until a test puts it there */
         struct expo *expo;
         struct fake_history history;
         struct fake_faults faults;

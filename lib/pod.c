@@ -8,7 +8,7 @@
 
 #include "lib/metric.h"
 #include "lib/parse.h"
-#include "lib/pods.h"
+#include "lib/pod.h"
 
 /* The Neuron device plugin's resources (see pods.h for their IDs). */
 static const struct {
@@ -199,6 +199,11 @@ int pod_map_index(struct pod_map *m, const struct pod_core *cores, size_t n_core
                 if (g->index < n && lookup[g->index] < 0)
                         lookup[g->index] = (long) g->holder;
         }
+        /* A device assigned whole holds every core on it, but for one
+         * assigned on its own. */
+        for (size_t i = 0; i < n_cores; i++)
+                if (core_holder[cores[i].core] < 0)
+                        core_holder[cores[i].core] = device_holder[cores[i].device];
         /* A device whose cores all went to one container is that
          * container's, as if it had been assigned whole. */
         for (size_t d = 0; d < n_device_holders; d++) {
@@ -231,10 +236,37 @@ const struct pod_holder *pod_map_device_holder(const struct pod_map *m, unsigned
         return &m->holders[m->device_holder[device]];
 }
 
-const struct pod_holder *pod_map_core_holder(const struct pod_map *m, unsigned device, unsigned core) {
-        if (m && core < m->n_core_holders && m->core_holder[core] >= 0)
-                return &m->holders[m->core_holder[core]];
-        return pod_map_device_holder(m, device);
+const struct pod_holder *pod_map_core_holder(const struct pod_map *m, unsigned core) {
+        if (!m || core >= m->n_core_holders || m->core_holder[core] < 0)
+                return NULL;
+        return &m->holders[m->core_holder[core]];
+}
+
+const struct pod_holder *pod_map_series_holder(const struct pod_map *m, const struct series_desc *s) {
+        unsigned device, core;
+
+        switch (pod_series_place(s, &device, &core)) {
+        case POD_PLACE_CORE:
+                return pod_map_core_holder(m, core);
+        case POD_PLACE_DEVICE:
+                return pod_map_device_holder(m, device);
+        default:
+                return NULL;
+        }
+}
+
+const char *const pod_label_names[POD_LABELS] = { "pod", "namespace", "container" };
+
+const char *pod_holder_label(const struct pod_holder *h, size_t i) {
+        const char *const values[POD_LABELS] = { h->pod, h->namespace, h->container };
+        return values[i];
+}
+
+int pod_label_index(const char *name) {
+        for (int i = 0; i < POD_LABELS; i++)
+                if (strcmp(pod_label_names[i], name) == 0)
+                        return i;
+        return -ENOENT;
 }
 
 struct pod_map *pod_map_ref(struct pod_map *m) {

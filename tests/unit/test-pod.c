@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "lib/pods.h"
+#include "lib/pod.h"
 
 #define CORE "aws.amazon.com/neuroncore"
 #define DEVICE "aws.amazon.com/neuron"
@@ -91,14 +91,25 @@ static void pod_map_core_holder__core_and_device_grants__each_core_its_holder(vo
         pod_map_add(m, "ml", "train-0", "worker", CORE, "1");
         pod_map_add(m, "ml", "infer-0", "server", DEVICE, "1");
         assert_int_equal(pod_map_index(m, two_by_two, 4), 0);
-        assert_null(pod_map_core_holder(m, 0, 0));
-        assert_holder(pod_map_core_holder(m, 0, 1), "ml", "train-0", "worker");
+        assert_null(pod_map_core_holder(m, 0));
+        assert_holder(pod_map_core_holder(m, 1), "ml", "train-0", "worker");
         /* A device assigned whole holds its cores. */
-        assert_holder(pod_map_core_holder(m, 1, 2), "ml", "infer-0", "server");
-        assert_holder(pod_map_core_holder(m, 1, 3), "ml", "infer-0", "server");
+        assert_holder(pod_map_core_holder(m, 2), "ml", "infer-0", "server");
+        assert_holder(pod_map_core_holder(m, 3), "ml", "infer-0", "server");
         assert_holder(pod_map_device_holder(m, 1), "ml", "infer-0", "server");
         /* One core of two: the device is nobody's. */
         assert_null(pod_map_device_holder(m, 0));
+        pod_map_unref(m);
+}
+
+static void pod_map_core_holder__core_of_a_device_held_by_another__its_own(void **state) {
+        struct pod_map *m = pod_map_new();
+        pod_map_add(m, "ml", "infer-0", "server", DEVICE, "1");
+        pod_map_add(m, "ml", "train-0", "worker", CORE, "3");
+        assert_int_equal(pod_map_index(m, two_by_two, 4), 0);
+        assert_holder(pod_map_core_holder(m, 2), "ml", "infer-0", "server");
+        assert_holder(pod_map_core_holder(m, 3), "ml", "train-0", "worker");
+        assert_holder(pod_map_device_holder(m, 1), "ml", "infer-0", "server");
         pod_map_unref(m);
 }
 
@@ -112,7 +123,7 @@ static void pod_map_device_holder__every_core_one_container__device_held(void **
         assert_holder(pod_map_device_holder(m, 1), "ml", "train-0", "worker");
         /* Two containers of one pod share device 0: neither holds it. */
         assert_null(pod_map_device_holder(m, 0));
-        assert_holder(pod_map_core_holder(m, 0, 1), "ml", "train-0", "sidecar");
+        assert_holder(pod_map_core_holder(m, 1), "ml", "train-0", "sidecar");
         pod_map_unref(m);
 }
 
@@ -122,9 +133,9 @@ static void pod_map_index__indexes_this_host_lacks__left_out(void **state) {
         pod_map_add(m, "ml", "train-0", "worker", DEVICE, "2");
         assert_int_equal(pod_map_index(m, two_by_two, 4), 0);
         for (unsigned core = 0; core < 4; core++)
-                assert_null(pod_map_core_holder(m, core / 2, core));
+                assert_null(pod_map_core_holder(m, core));
         assert_null(pod_map_device_holder(m, 2));
-        assert_null(pod_map_core_holder(m, 2, 4));
+        assert_null(pod_map_core_holder(m, 4));
         /* Still listed: the API shows what the kubelet said. */
         assert_int_equal(m->n_grants, 2);
         pod_map_unref(m);
@@ -133,8 +144,8 @@ static void pod_map_index__indexes_this_host_lacks__left_out(void **state) {
 static void pod_map_core_holder__unindexed_or_null_map__nobody(void **state) {
         struct pod_map *m = pod_map_new();
         pod_map_add(m, "ml", "train-0", "worker", CORE, "0");
-        assert_null(pod_map_core_holder(m, 0, 0));
-        assert_null(pod_map_core_holder(NULL, 0, 0));
+        assert_null(pod_map_core_holder(m, 0));
+        assert_null(pod_map_core_holder(NULL, 0));
         assert_null(pod_map_device_holder(NULL, 0));
         pod_map_unref(m);
         pod_map_unref(NULL);
@@ -153,7 +164,7 @@ static void pod_map_copy_grants__previous_answer__same_holders(void **state) {
         assert_int_equal(b->n_holders, 2);
         assert_int_equal(b->answered_ms, 1234);
         assert_int_equal(pod_map_index(b, two_by_two, 4), 0);
-        assert_holder(pod_map_core_holder(b, 1, 2), "ml", "train-1", "worker");
+        assert_holder(pod_map_core_holder(b, 2), "ml", "train-1", "worker");
         /* The copy takes more IDs like any map. */
         assert_int_equal(pod_map_add(b, "ml", "train-2", "worker", CORE, "3"), 1);
         assert_int_equal(b->n_holders, 3);
@@ -221,6 +232,7 @@ int main(void) {
                 cmocka_unit_test(pod_map_add__id_not_an_index__counted_and_skipped),
                 cmocka_unit_test(pod_map_add__names_longer_than_kubernetes_allows__refused),
                 cmocka_unit_test(pod_map_core_holder__core_and_device_grants__each_core_its_holder),
+                cmocka_unit_test(pod_map_core_holder__core_of_a_device_held_by_another__its_own),
                 cmocka_unit_test(pod_map_device_holder__every_core_one_container__device_held),
                 cmocka_unit_test(pod_map_index__indexes_this_host_lacks__left_out),
                 cmocka_unit_test(pod_map_core_holder__unindexed_or_null_map__nobody),
@@ -229,5 +241,5 @@ int main(void) {
                 cmocka_unit_test(pod_series_place__labels__core_device_or_none),
                 cmocka_unit_test(pod_slot_publish__readers_keep_their_map),
         };
-        return cmocka_run_group_tests_name("pods", tests, NULL, NULL);
+        return cmocka_run_group_tests_name("pod", tests, NULL, NULL);
 }

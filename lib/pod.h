@@ -87,7 +87,7 @@ struct pod_map {
         struct pod_grant *grants; /* in the kubelet's order */
         size_t bad_ids;           /* IDs of Neuron resources pod_map_add() refused */
         /* Lookups, built by pod_map_index(): the holder of each core and
-         * device by index, or -1. */
+         * device by index (a core's own, else its device's), or -1. */
         size_t n_core_holders, n_device_holders;
         long *core_holder;
         long *device_holder;
@@ -114,13 +114,29 @@ int pod_map_copy_grants(struct pod_map *m, const struct pod_map *from);
  * device's cores was assigned to the same container. Returns 0 or -ENOMEM. */
 int pod_map_index(struct pod_map *m, const struct pod_core *cores, size_t n_cores);
 
-/* The container holding NeuronCore core of device device: the one the core
- * was assigned to, else the one its device was assigned to; NULL when
- * none. NULL-safe (m NULL: none). */
-const struct pod_holder *pod_map_core_holder(const struct pod_map *m, unsigned device, unsigned core);
+/* The container holding NeuronCore core (a host-wide index): the one the
+ * core was assigned to, else the one its device was assigned to; NULL when
+ * none, or for a core pod_map_index() was not given. NULL-safe (m NULL:
+ * none). */
+const struct pod_holder *pod_map_core_holder(const struct pod_map *m, unsigned core);
 
 /* The container holding device device (see pod_map_index), or NULL. */
 const struct pod_holder *pod_map_device_holder(const struct pod_map *m, unsigned device);
+
+/* The container holding what series s is about: its core (pod_map_core_
+ * holder), or its device for a device's series; NULL for none, or for a
+ * series of neither. */
+const struct pod_holder *pod_map_series_holder(const struct pod_map *m, const struct series_desc *s);
+
+/* The labels a held core's or device's series carry, in this order. */
+#define POD_LABELS 3
+extern const char *const pod_label_names[POD_LABELS]; /* "pod", "namespace", "container" */
+
+/* The value of label i of pod_label_names for holder h. */
+const char *pod_holder_label(const struct pod_holder *h, size_t i);
+
+/* The index of name in pod_label_names, or -ENOENT. */
+int pod_label_index(const char *name);
 
 struct pod_map *pod_map_ref(struct pod_map *m);
 void pod_map_unref(struct pod_map *m); /* NULL-safe */
