@@ -15,6 +15,7 @@
 #include "lib/buf.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "web/accept.h"
 
@@ -56,10 +57,14 @@ void expo_render(const struct expo *e, const struct snapshot *snap, const struct
                  enum accept_format format, struct buf *out);
 
 /* The two halves of expo_render(): the series, which depend only on the
- * snapshot (so a server may render them once per tick and reuse them),
- * and neurond's own metrics plus the OpenMetrics "# EOF", which change with
- * every request. */
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out);
+ * snapshot and on who holds the cores and devices (so a server may render
+ * them once per tick and pod map and reuse them), and neurond's own
+ * metrics plus the OpenMetrics "# EOF", which change with every request.
+ * The series of a core or device that a container holds in pods (NULL:
+ * none) carry its pod, namespace and container labels after their own;
+ * expo_render() renders none. */
+void expo_render_series(const struct expo *e, const struct snapshot *snap, const struct pod_map *pods,
+                        enum accept_format format, struct buf *out);
 void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
                       struct buf *out);
 

@@ -10,10 +10,12 @@
 #include "web/gzip.h"
 #include "web/scrape.h"
 
-/* The series half of /metrics for one tick, format and encoding. */
+/* The series half of /metrics for one tick, pod map, format and
+ * encoding. */
 struct rendered {
         atomic_int refs;
         uint64_t tick;
+        struct pod_map *pods; /* a reference, so that no other map takes its address */
         struct buf body;
 };
 
@@ -24,6 +26,7 @@ struct scrape_cache {
 
 static void rendered_unref(struct rendered *r) {
         if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+                pod_map_unref(r->pods);
                 buf_free(&r->body);
                 free(r);
         }
@@ -60,15 +63,16 @@ static void compress(struct buf *b) {
         *b = z;
 }
 
-/* A reference to the series half for snap, rendered now unless another
- * scrape of the same tick already did. NULL when out of memory. */
+/* A reference to the series half for snap and pods, rendered now unless
+ * another scrape of the same tick and pod map already did. NULL when out
+ * of memory. */
 static struct rendered *cached_series(struct scrape_cache *cache, const struct expo *expo, const struct snapshot *snap,
-                                      enum accept_format format, bool gzip) {
+                                      struct pod_map *pods, enum accept_format format, bool gzip) {
         struct rendered *r, *old = NULL;
 
         pthread_mutex_lock(&cache->lock);
         r = cache->slot[format][gzip];
-        if (r && r->tick == snap->tick)
+        if (r && r->tick == snap->tick && r->pods == pods)
                 atomic_fetch_add(&r->refs, 1);
         else
                 r = NULL;
@@ -81,7 +85,8 @@ static struct rendered *cached_series(struct scrape_cache *cache, const struct e
                 return NULL;
         atomic_init(&r->refs, 1);
         r->tick = snap->tick;
-        expo_render_series(expo, snap, format, &r->body);
+        r->pods = pod_map_ref(pods);
+        expo_render_series(expo, snap, pods, format, &r->body);
         if (gzip)
                 compress(&r->body);
         if (r->body.failed) {
@@ -90,7 +95,8 @@ static struct rendered *cached_series(struct scrape_cache *cache, const struct e
         }
         pthread_mutex_lock(&cache->lock);
         struct rendered **slot = &cache->slot[format][gzip];
-        if (!*slot || (*slot)->tick < r->tick) {
+        /* At the same tick, a new pod map. */
+        if (!*slot || (*slot)->tick <= r->tick) {
                 old = *slot;
                 atomic_fetch_add(&r->refs, 1);
                 *slot = r;
@@ -119,10 +125,11 @@ void scrape_serve(const struct web_context *ctx, const struct web_request *req, 
                 accept_gzip(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
         struct metrics_body *m = calloc(1, sizeof(*m));
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        struct pod_map *pods = pod_slot_get(ctx->pods);
         bool failed = !m;
 
         if (m && snap) {
-                m->series = cached_series(req->scrape, ctx->expo, snap, format, gzip);
+                m->series = cached_series(req->scrape, ctx->expo, snap, pods, format, gzip);
                 failed = !m->series;
         }
         if (m && !failed) {
@@ -131,6 +138,7 @@ void scrape_serve(const struct web_context *ctx, const struct web_request *req, 
                         compress(&m->self);
                 failed = m->self.failed;
         }
+        pod_map_unref(pods);
         snapshot_unref(snap);
         if (failed) {
                 if (m)

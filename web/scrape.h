@@ -1,7 +1,7 @@
 /* /metrics: the latest tick in the format the client prefers. The series
- * half of the answer is rendered once per tick, format and encoding, and
- * shared by every scrape of that tick; neurond's own metrics are rendered
- * for each request. Thread safe: scrapes run on any of the server's
+ * half of the answer is rendered once per tick, pod map (who holds the
+ * cores and devices), format and encoding, and shared by every scrape of
+ * those; neurond's own metrics are rendered for each request. Thread safe: scrapes run on any of the server's
  * threads at once. */
 #pragma once
 

@@ -71,6 +71,16 @@ grep -q '^neuron_device_up{neuron_device="3"} 1' "$TEST_TMP/metrics" || fail "th
 grep -q "running as root" "$TEST_TMP"/pod/neurond.log && fail "neurond runs as root"
 wait_until 30 file_has "$TEST_TMP/pod/neurond.log" "kubelet at /run/neurond/kubelet.sock answers; 1 containers" ||
         fail "neurond does not reach the kubelet through the relay: $(tail -n 5 "$TEST_TMP/pod/neurond.log")"
+# The pods' labels reach /metrics: cores 0 and 1 are train-0's.
+core_held() {
+        http /metrics | grep -q "neuroncore=\"$1\",pod=\"train-0\",namespace=\"ml\",container=\"worker\"}"
+}
+wait_until 30 core_held 1 || fail "core 1's series on /metrics do not carry train-0's labels"
+# Device 3's first core (2: the fixture has devices 0 and 3), unheld: its
+# series are there, without pod labels.
+http /metrics >"$TEST_TMP/metrics"
+grep -q 'neuroncore="2"} ' "$TEST_TMP/metrics" || fail "no series of core 2"
+grep -q 'neuroncore="2",pod=' "$TEST_TMP/metrics" && fail "core 2, unheld, carries pod labels"
 tick=$(healthz_tick)
 stop_pod
 

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Pod labels from the test suite's kubelet (tests/integration/fake-kubelet.py,
 # a real gRPC server on a unix socket): the series of the cores and devices
-# it assigns carry pod, namespace and container, and follow its
-# reassignments within one refresh; a core nobody holds has no such labels;
+# it assigns carry pod, namespace and container on /metrics and the REST
+# API, and follow its reassignments within one refresh; a core nobody holds
+# has no such labels;
 # when the kubelet is slow or goes away, neurond goes on polling and
 # serving, says why in /api/v1/pods, and drops the labels after three
 # intervals; they come back with the kubelet. pod_labels = false never asks.
@@ -51,6 +52,13 @@ core_pod() {
 core_pod_is() {
         [ "$(core_pod "$1")" = "$2" ]
 }
+# metrics_core_pod CORE: the pod label of the core's utilization on
+# /metrics, "-" when it has none.
+metrics_core_pod() {
+        http /metrics --fail >"$TEST_TMP/metrics" || fail "/metrics failed"
+        sed -n 's/^neuroncore_utilization_ratio{[^}]*neuroncore="'"$1"'",pod="\([^"]*\)".*/\1/p' "$TEST_TMP/metrics" |
+                grep . || echo -
+}
 
 # trn1.32xlarge: 16 devices of 2 cores; core N is on device N/2.
 assign '{"pods": [
@@ -78,6 +86,17 @@ grep -q '"__name__":"neuron_device_memory_total_bytes","neuron_device":"3","pod"
         "$TEST_TMP/latest" || fail "device 3's series are not infer-0's: $(cat "$TEST_TMP/latest")"
 grep -o '"neuron_device":"[0-9]*"' "$TEST_TMP/latest" | sort -u | grep -qvx '"neuron_device":"3"' &&
         fail "infer-0 labels series of another device: $(cat "$TEST_TMP/latest")"
+# The same on /metrics, where Prometheus reads them.
+http /metrics --fail >"$TEST_TMP/metrics" || fail "/metrics failed"
+for held in 'neuroncore_utilization_ratio{neuron_device="0",neuroncore="0",pod="train-0",namespace="ml",container="worker"} ' \
+        'neuroncore_utilization_ratio{neuron_device="2",neuroncore="5",pod="train-0",namespace="ml",container="worker"} ' \
+        'neuron_device_memory_total_bytes{neuron_device="3",pod="infer-0",namespace="serve",container="server"} ' \
+        'neuroncore_utilization_ratio{neuron_device="9",neuroncore="19",pod="job-0",namespace="batch",container="main"} ' \
+        'neuroncore_utilization_ratio{neuron_device="2",neuroncore="4"} ' \
+        'neuron_device_memory_total_bytes{neuron_device="2"} '; do
+        grep -qF "$held" "$TEST_TMP/metrics" || fail "/metrics lacks $held"
+done
+grep -q 'neuroncore="4"[^}]*,pod=' "$TEST_TMP/metrics" && fail "core 4, unheld, has pod labels on /metrics"
 # Device 2 has core 5 held, core 4 not: the device is nobody's.
 latest "metric=neuron_device_memory_total_bytes&neuron_device=2"
 grep -q '"pod"' "$TEST_TMP/latest" && fail "device 2, half held, carries a pod: $(cat "$TEST_TMP/latest")"
@@ -102,12 +121,19 @@ for sample in 1 2 3 4 5; do
         [ "$pod" != "$shown" ] || fail "core 0 shows '$pod', not a train-N pod"
         [ "$shown" -ge $((before - 1)) ] ||
                 fail "core 0 shows the answer of call $shown while call $before had started: more than one refresh behind"
+        before=$(n_calls)
+        pod=$(metrics_core_pod 0)
+        shown=${pod#train-}
+        [ "$pod" != "$shown" ] || fail "core 0 shows '$pod' on /metrics, not a train-N pod"
+        [ "$shown" -ge $((before - 1)) ] ||
+                fail "core 0 shows the answer of call $shown on /metrics while call $before had started"
         sleep 0.3
 done
 # Released: the labels go with the next answer.
 assign '{"pods": []}'
 wait_until 30 core_pod_is 0 - || fail "core 0 kept a pod after the kubelet released it"
 core_pod_is 6 - || fail "core 6 kept infer-0"
+http /metrics --fail | grep -q 'pod=' && fail "/metrics kept pod labels after the kubelet released every core"
 
 # A slow kubelet: the call times out, polling and serving go on.
 assign '{"pods": [{"namespace": "ml", "name": "train-0", "containers": [{"name": "worker",
@@ -143,6 +169,7 @@ start_daemon off --backend model:trn1.32xlarge,seed=3 --config "$TEST_TMP/off.co
 wait_until 30 tick_at_least 3 || fail "no ticks with pod_labels off"
 http /api/v1/pods | grep -q '"state":"off","socket":null' || fail "/api/v1/pods is not off: $(http /api/v1/pods)"
 core_pod_is 0 - || fail "core 0 carries a pod with pod_labels off"
+http /metrics --fail | grep -q 'pod=' && fail "/metrics has pod labels with pod_labels off"
 [ "$(http_status '/api/v1/latest?pod=train-0')" = 400 ] || fail "pod= filters with pod_labels off"
 [ "$(n_calls)" -eq "$before" ] || fail "neurond asked the kubelet with pod_labels off"
 stop_daemon off
