@@ -47,10 +47,13 @@ def check(ok, what):
 # once per 5 min chunk span), and nothing younger than 47 h is gone: the
 # 1 min tier counts no sample there that the raw tier lost. (A loaded
 # machine skips ticks, so the oldest chunk itself may be younger than 47 h.)
+# The raw side counts every chunk that reaches into the window, and the
+# ticks not yet in chunks, so a chunk straddling its start is not missed.
 age_h = (newest - oldest_raw) / H
 check(age_h <= 48 + 10 / 60, f"oldest raw chunk {age_h:.2f} h before the newest tick (48 h retention)")
 keep = (newest - 47 * H) // H * H + H
-raw_kept = con.execute("SELECT sum(count) FROM chunks WHERE series_id = ? AND start_ts >= ?", (sid, keep)).fetchone()[0] or 0
+raw_kept = (con.execute("SELECT sum(count) FROM chunks WHERE series_id = ? AND end_ts >= ?", (sid, keep)).fetchone()[0] or 0) \
+    + con.execute("SELECT count(*) FROM recent WHERE ts >= ?", (keep,)).fetchone()[0]
 m1_kept = con.execute("SELECT sum(count) FROM rollup_1m WHERE series_id = ? AND ts >= ? AND ts < ?",
                       (sid, keep, newest // M * M)).fetchone()[0] or 0
 check(raw_kept > 0 and raw_kept >= m1_kept, f"the last 47 h: raw {raw_kept} samples, 1 min tier {m1_kept} in its closed minutes")
