@@ -3,7 +3,9 @@
 # daemon on the device model (tests/browser/dashboard.mjs does the work).
 # Skips (77) only when node, chromium or the npm package playwright-core is
 # missing; install-deps.sh --test installs the first two and npm, with which
-# make check installs the third.
+# make check installs the third. The pods card needs the test suite's
+# kubelet (python3-grpcio, python3-grpc-tools), which install-deps.sh
+# --test installs too.
 . "$top_srcdir/tests/integration/lib.sh"
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 need node

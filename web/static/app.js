@@ -73,6 +73,7 @@
     util: null, coreMem: null, coreCat: null,
     devMem: null, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
     edges: new Map(), catNames: [], devCat: null,
+    pods: null, corePod: new Map(), podsAnswered: false,
     counters: new Map(),
     ts: 0, serverNow: 0, fetchedAt: 0,
     state: 'connecting', failures: 0, lastOk: 0, tickNo: 0,
@@ -157,8 +158,9 @@
       const wasDown = S.state === 'unreachable';
       if (!S.inv || wasDown) await loadInventory();
       const wantCats = S.tickNo % 10 === 0;   // thousands of series on big instances
-      const [st, util, cmem, dmem, up, dma, tx, rx, cat] = await Promise.all([
+      const [st, pods, util, cmem, dmem, up, dma, tx, rx, cat] = await Promise.all([
         api('api/v1/status'),
+        api('api/v1/pods'),
         latest('metric=neuroncore_utilization_ratio'),
         latest('metric=neuroncore_memory_used_bytes'),
         latest('metric=neuron_device_memory_used_bytes'),
@@ -177,6 +179,7 @@
       }
       const t0 = performance.now();
       ingest(util, cmem, dmem, up, dma, tx, rx, cat);
+      ingestPods(pods);
       S.tickNo++;
       ok = true;
       setState(st);
@@ -255,6 +258,18 @@
       S.catNames = [...names].sort();
     }
     if (ts) S.ts = ts;
+  }
+
+  // Who holds which cores (/api/v1/pods): per core slot, the container.
+  function ingestPods(pods) {
+    S.pods = pods;
+    S.corePod = new Map();
+    for (const c of pods.containers) {
+      for (const core of c.neuroncores) {
+        const s = S.slotOf.get(String(core));
+        if (s !== undefined) S.corePod.set(s, c);
+      }
+    }
   }
 
   // ---------- health ----------
@@ -518,6 +533,8 @@
         `utilization ${x.util}`, el('br'), `memory held ${x.mem}`);
       if (cat) for (const [k, v] of cat) tip.append(el('br'), `  ${k} ${fmtBytes(v)}`);
       if (x.held) tip.append(el('br'), el('span', 'held', 'idle with memory held'));
+      const pod = S.corePod.get(i);
+      if (pod) tip.append(el('br'), `pod ${pod.namespace}/${pod.pod} · ${pod.container}`);
       tip.dataset.core = String(x.core);
       tip.dataset.ts = String(S.ts);
       tip.hidden = false;
@@ -673,6 +690,51 @@
     DMA_DIRS.forEach((_, k) => setText(r.dma[k], fmtRate(S.dma[k][i])));
     setText(r.tx, fmtRate(S.linkTx[i]));
     setText(r.rx, fmtRate(S.linkRx[i]));
+  }
+
+  // ---------- pods ----------
+  // "0–3, 6" for [0, 1, 2, 3, 6].
+  function fmtRanges(list, prefix = '') {
+    const out = [];
+    for (let i = 0; i < list.length; i++) {
+      let j = i;
+      while (j + 1 < list.length && list[j + 1] === list[j] + 1) j++;
+      out.push(j > i ? `${prefix}${list[i]}–${prefix}${list[j]}` : `${prefix}${list[i]}`);
+      i = j;
+    }
+    return out.join(', ') || '–';
+  }
+  // The card is shown once the kubelet has answered (a host without
+  // Kubernetes never shows it); a container whose cores are all idle says so.
+  function renderPods() {
+    const p = S.pods;
+    const card = $('pods-card');
+    if (p && p.answered !== null) S.podsAnswered = true;
+    card.hidden = !p || p.state === 'off' || !S.podsAnswered;
+    if (card.hidden) return;
+    const note = $('pods-note');
+    const n = p.containers.length;
+    const held = `${n} container${n === 1 ? '' : 's'} hold${n === 1 ? 's' : ''} NeuronCores or devices`;
+    note.classList.toggle('warn', p.state === 'error');
+    setText(note, p.state === 'starting' ? `asking the kubelet at ${p.socket}`
+      : p.state === 'error' ? `the kubelet does not answer: ${p.error}${n ? ` · showing its answer of ${fmtTime(p.answered)}` : ''}`
+        : `${held} · the kubelet answered ${fmtTime(p.answered)}`);
+    const rows = p.containers.map((c) => {
+      const tr = el('tr');
+      let sum = 0, k = 0;
+      for (const core of c.neuroncores) {
+        const v = S.util[S.slotOf.get(String(core))];
+        if (Number.isFinite(v)) { sum += v; k++; }
+      }
+      const util = k ? sum / k : NaN;
+      const idle = k > 0 && util < IDLE_UTIL;
+      tr.append(el('td', '', c.namespace), el('td', '', c.pod), el('td', '', c.container),
+        el('td', '', fmtRanges(c.neuroncores)), el('td', '', fmtRanges(c.neuron_devices, 'neuron')),
+        el('td', idle ? 'num idle' : 'num', idle ? `idle ${fmtPct(util)}` : k ? fmtPct(util) : '–'));
+      return tr;
+    });
+    document.querySelector('#pods tbody').replaceChildren(...rows);
+    $('pods').dataset.ts = String(S.ts);
   }
 
   // ---------- topology (SVG) ----------
@@ -1070,6 +1132,7 @@
     renderTiles();
     heat.draw();
     renderTable();
+    renderPods();
     topo.render();
   }
   function loadHistory() { charts.load(); }
