@@ -20,10 +20,9 @@
 
 struct web_context {
         const char *web_root;
-        const struct inventory *inv;      /* devices of the accelerator backend */
-        const struct series_desc *series; /* every series, parallel to snapshots */
-        size_t n_series;
-        const struct expo *expo;
+        const struct inventory *inv; /* devices and identity of the accelerator backend; its series and
+                                        runtimes are the loop's to change: read those from a snapshot's set */
+        bool instance_labels;        /* the instance labels on every series of /metrics */
         struct expo_self self;
         struct snapshot_slot *latest;
         struct pod_slot *pods;            /* who holds which cores and devices; NULL when pod_labels is off */

@@ -52,11 +52,11 @@ core_pod() {
 core_pod_is() {
         [ "$(core_pod "$1")" = "$2" ]
 }
-# metrics_core_pod CORE: the pod label of the core's utilization on
+# metrics_core_pod CORE: the pod label of the core's memory used on
 # /metrics, "-" when it has none.
 metrics_core_pod() {
         http /metrics --fail >"$TEST_TMP/metrics" || fail "/metrics failed"
-        sed -n 's/^neuroncore_utilization_ratio{[^}]*neuroncore="'"$1"'",pod="\([^"]*\)".*/\1/p' "$TEST_TMP/metrics" |
+        sed -n 's/^neuroncore_memory_used_bytes{[^}]*neuroncore="'"$1"'",pod="\([^"]*\)".*/\1/p' "$TEST_TMP/metrics" |
                 grep . || echo -
 }
 
@@ -88,11 +88,11 @@ grep -o '"neuron_device":"[0-9]*"' "$TEST_TMP/latest" | sort -u | grep -qvx '"ne
         fail "infer-0 labels series of another device: $(cat "$TEST_TMP/latest")"
 # The same on /metrics, where Prometheus reads them.
 http /metrics --fail >"$TEST_TMP/metrics" || fail "/metrics failed"
-for held in 'neuroncore_utilization_ratio{neuron_device="0",neuroncore="0",pod="train-0",namespace="ml",container="worker"} ' \
-        'neuroncore_utilization_ratio{neuron_device="2",neuroncore="5",pod="train-0",namespace="ml",container="worker"} ' \
+for held in 'neuroncore_memory_used_bytes{neuron_device="0",neuroncore="0",pod="train-0",namespace="ml",container="worker"} ' \
+        'neuroncore_memory_used_bytes{neuron_device="2",neuroncore="5",pod="train-0",namespace="ml",container="worker"} ' \
         'neuron_device_memory_total_bytes{neuron_device="3",pod="infer-0",namespace="serve",container="server"} ' \
-        'neuroncore_utilization_ratio{neuron_device="9",neuroncore="19",pod="job-0",namespace="batch",container="main"} ' \
-        'neuroncore_utilization_ratio{neuron_device="2",neuroncore="4"} ' \
+        'neuroncore_memory_used_bytes{neuron_device="9",neuroncore="19",pod="job-0",namespace="batch",container="main"} ' \
+        'neuroncore_memory_used_bytes{neuron_device="2",neuroncore="4"} ' \
         'neuron_device_memory_total_bytes{neuron_device="2"} '; do
         grep -qF "$held" "$TEST_TMP/metrics" || fail "/metrics lacks $held"
 done
