@@ -76,8 +76,14 @@ int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
         int64_t stamp;
 
         if (l->time_scale != 1) {
-                /* Simulated time runs off the monotonic clock alone. */
-                stamp = l->wall_start_ms + (int64_t) ((double) (mono_ns - l->mono_start_ns) / 1e6 * l->time_scale);
+                /* Simulated time runs off the monotonic clock alone, stamped
+                 * at the start of the interval the tick belongs to: the
+                 * timer's jitter, multiplied by the speed, would otherwise
+                 * scatter stamps by hundreds of simulated milliseconds. */
+                int64_t elapsed = (int64_t) ((double) (mono_ns - l->mono_start_ns) / 1e6 * l->time_scale);
+                stamp = l->wall_start_ms + elapsed - elapsed % l->interval_ms;
+                if (l->last_stamp_ms > 0 && stamp <= l->last_stamp_ms)
+                        stamp = l->last_stamp_ms + l->interval_ms;
         } else if (l->last_stamp_ms == 0) {
                 stamp = wall_ms;
         } else {
