@@ -187,9 +187,9 @@ int main(int argc, char **argv) {
         collector_close(c);
         /* The databases are large: remove them. */
         static const char *const files[] = { "bench-day.db", "bench-week.db" };
-        static const char *const suffix[] = { "", "-wal", "-shm" };
+        static const char *const suffix[] = { "", "-wal", "-shm", ".lock" };
         for (size_t f = 0; f < 2; f++)
-                for (size_t x = 0; x < 3; x++) {
+                for (size_t x = 0; x < 4; x++) {
                         snprintf(path, sizeof(path), "%s/%s%s", dir, files[f], suffix[x]);
                         remove(path);
                 }

@@ -6,8 +6,9 @@ set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
   libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev"
-# The dashboard's web assets (uPlot) and the browser test driver
-# (playwright-core) come from npm through package-lock.json at build time.
+# In a git checkout the dashboard's web assets (uPlot) come from npm through
+# package-lock.json (a release tarball carries them), and so does the
+# browser test's driver (playwright-core), at make check.
 # A Node.js that already ships npm (e.g. NodeSource's) is kept as is; Debian's
 # own nodejs needs the separate npm package.
 if command -v npm >/dev/null 2>&1; then
@@ -15,9 +16,11 @@ if command -v npm >/dev/null 2>&1; then
 else
   build_packages="$build_packages nodejs npm"
 fi
+# tests/root/ (run by .ci/run) makes clean Debian roots with mmdebstrap,
+# boots one with systemd-nspawn and checks the package with lintian.
 test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
   clang libclang-rt-14-dev clang-format mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
-  chromium valgrind"
+  chromium valgrind mmdebstrap systemd-container lintian iproute2 git"
 
 packages=$build_packages
 case "${1:-}" in

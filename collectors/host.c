@@ -39,10 +39,8 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         struct host_cpu_times cur;
 
         (void) now_ms;
-        int r = file_read_at(h->root_fd, "stat", buf, STAT_HEAD, &len);
         /* Only the head matters (see STAT_HEAD): a longer file is fine. */
-        if (r > 0)
-                r = 0;
+        int r = file_read_at(h->root_fd, "stat", buf, STAT_HEAD, FILE_READ_HEAD, &len);
         if (r == 0)
                 r = host_parse_stat(buf, len, &cur);
         if (r == 0) {
@@ -63,9 +61,8 @@ static int host_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         }
 
         struct host_memory mem;
-        r = file_read_at(h->root_fd, "meminfo", buf, sizeof(buf), &len);
-        if (r > 0)
-                r = 0;
+        /* MemTotal and MemAvailable lead the file. */
+        r = file_read_at(h->root_fd, "meminfo", buf, sizeof(buf), FILE_READ_HEAD, &len);
         if (r == 0)
                 r = host_parse_meminfo(buf, len, &mem);
         if (r == 0) {

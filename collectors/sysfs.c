@@ -52,16 +52,12 @@ struct sysfs {
         uint8_t *dev_mem_ok;
 };
 
-/* A sysfs attribute longer than the buffer is not one we know: refuse it. */
-static int read_attr(int dir_fd, const char *path, char *buf, size_t size, size_t *ret_len) {
-        int r = file_read_at(dir_fd, path, buf, size, ret_len);
-        return r > 0 ? -EFBIG : r;
-}
-
 static int read_string(int dir_fd, const char *path, char *out, size_t size) {
         char buf[256];
         size_t len;
-        int r = read_attr(dir_fd, path, buf, sizeof(buf), &len);
+        /* A sysfs attribute longer than the buffer is not one we know:
+         * file_read_at() refuses it. */
+        int r = file_read_at(dir_fd, path, buf, sizeof(buf), 0, &len);
         if (r < 0)
                 return r;
         return sysfs_parse_string(buf, len, out, size);
@@ -283,11 +279,12 @@ static const char *root_of(const struct collector_args *args) {
 }
 
 /* Opens the root and lists its devices. Returns the count (> 0), -ENODEV
- * when the driver directory is missing or empty, or another errno. */
+ * when the driver directory is missing or empty, or another errno (the
+ * root's own: -ENOENT, -ENOTDIR, -EACCES ...). */
 static int list_devices(const char *root, int *ret_fd, unsigned *out, size_t max) {
         int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return errno == ENOENT || errno == ENOTDIR ? -ENODEV : -errno;
+                return -errno;
         int n = list_numbered(fd, SYSFS_DEVICE_DIR, "neuron", out, max);
         if (n == -ENOENT || n == -ENOTDIR || n == 0)
                 n = -ENODEV;
@@ -304,6 +301,9 @@ static int sysfs_probe(const struct collector_args *args) {
         unsigned idx[MAX_DEVICES];
         int fd;
         int n = list_devices(root, &fd, idx, MAX_DEVICES);
+        /* No root is no driver, for "auto". */
+        if (n == -ENOENT || n == -ENOTDIR)
+                n = -ENODEV;
         if (n < 0) {
                 snprintf(args->err, args->errlen, "%s/%s %s", root, SYSFS_DEVICE_DIR,
                          n == -ENODEV ? "is missing or lists no devices" : strerror(-n));
@@ -334,9 +334,16 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
         }
 
         r = list_devices(root, &s->root_fd, idx, MAX_DEVICES);
+        if (r == -ENODEV) {
+                /* The driver may load later: not the settings' fault. */
+                snprintf(args->err, args->errlen, "sysfs: %s/%s is missing or lists no devices", root,
+                         SYSFS_DEVICE_DIR);
+                goto fail;
+        }
         if (r < 0) {
-                snprintf(args->err, args->errlen, "sysfs: %s/%s %s", root, SYSFS_DEVICE_DIR,
-                         r == -ENODEV ? "is missing or lists no devices" : strerror(-r));
+                /* A root that is no directory is a bad setting. */
+                snprintf(args->err, args->errlen, "sysfs: the root %s: %s", root, strerror(-r));
+                r = -EINVAL;
                 goto fail;
         }
         unsigned n = (unsigned) r;
@@ -375,7 +382,7 @@ static int read_source(struct sysfs *s, struct source *src, double *ret) {
         char buf[ATTR_MAX];
         size_t len;
         uint64_t v;
-        int r = read_attr(s->root_fd, src->path, buf, sizeof(buf), &len);
+        int r = file_read_at(s->root_fd, src->path, buf, sizeof(buf), 0, &len);
         if (r < 0) {
                 /* A failed read of pe_cntrs breaks the delta chain. */
                 src->has_prev = false;

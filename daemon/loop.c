@@ -51,6 +51,12 @@ int loop_init(struct loop *l, struct collector *const *collectors, size_t n_coll
                 at += collectors[i]->inv.n_series;
         }
         l->n_series = n;
+        /* A file set aside at open was logged there. */
+        if (store) {
+                struct history_stats st;
+                store_get_stats(store, &st);
+                l->store_damaged = st.damaged_set_aside;
+        }
         return 0;
 }
 
@@ -194,18 +200,22 @@ int loop_tick(struct loop *l) {
                         stored += snap->valid[i];
                 atomic_fetch_add_explicit(&l->samples_stored, stored, memory_order_relaxed);
         }
+        struct history_stats st;
+        store_get_stats(l->store, &st);
+        if (st.damaged_set_aside != l->store_damaged)
+                log_error("the database file was damaged: kept it as %s and started a new one with the ticks held "
+                          "in memory",
+                          store_set_aside_name(l->store));
+        l->store_damaged = st.damaged_set_aside;
         if (r != l->store_error) {
-                struct history_stats st;
-                store_get_stats(l->store, &st);
-                if (r < 0)
+                if (r == -EUCLEAN)
+                        log_error("storing tick %llu failed: the database file is damaged; setting it aside",
+                                  (unsigned long long) snap->tick);
+                else if (r < 0)
                         log_error("storing tick %llu failed: %s%s", (unsigned long long) snap->tick, strerror(-r),
                                   st.unopened ? " (no database open yet)" : "");
                 else if (l->store_unopened)
-                        log_info("database opened; storing ticks%s",
-                                 st.damaged_set_aside
-                                         ? " in a new file: the old one failed its integrity check and was "
-                                           "kept as *.damaged-<unix time>"
-                                         : "");
+                        log_info("database opened; storing ticks");
                 else
                         log_info("storing ticks works again");
                 l->store_error = r;

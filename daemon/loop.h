@@ -58,6 +58,7 @@ struct loop {
         uint64_t overruns;          /* intervals skipped because a tick ran late */
         int store_error;            /* last store_append() result, logged on change */
         bool store_unopened;        /* the store had no database at that result */
+        unsigned store_damaged;     /* damaged files the store has set aside, as last logged */
         struct loop_collector_state state[SNAPSHOT_COLLECTORS_MAX];
         /* Called on SIGHUP from the loop's thread. It re-reads the
          * configuration and applies what can change at run time (it may set

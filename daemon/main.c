@@ -68,18 +68,21 @@ static void list_instances(void) {
 }
 
 static void format_url(const struct settings_address *listen, uint16_t port, char *out, size_t size) {
-        char host[INET6_ADDRSTRLEN] = "127.0.0.1";
-        if (listen->addr.ss_family == AF_INET6) {
-                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &listen->addr;
-                char addr[INET6_ADDRSTRLEN];
-                inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *) &listen->addr;
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *) &listen->addr;
+        char addr[INET6_ADDRSTRLEN];
+
+        /* Every address (0.0.0.0, or [::], which serves IPv4 too): the URL
+         * names this host's loopback. */
+        if (listen->addr.ss_family == AF_INET6 && !IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr)) {
+                inet_ntop(AF_INET6, &a6->sin6_addr, addr, sizeof(addr));
                 snprintf(out, size, "http://[%s]:%u/", addr, port);
-                return;
+        } else if (listen->addr.ss_family == AF_INET && a4->sin_addr.s_addr != htonl(INADDR_ANY)) {
+                inet_ntop(AF_INET, &a4->sin_addr, addr, sizeof(addr));
+                snprintf(out, size, "http://%s:%u/", addr, port);
+        } else {
+                snprintf(out, size, "http://127.0.0.1:%u/", port);
         }
-        const struct sockaddr_in *a = (const struct sockaddr_in *) &listen->addr;
-        if (a->sin_addr.s_addr != htonl(INADDR_ANY))
-                inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        snprintf(out, size, "http://%s:%u/", host, port);
 }
 
 static int open_backend(struct daemon *d) {
@@ -107,6 +110,8 @@ static int read_http_files(struct daemon *d) {
                 r = http_read_pem(s->tls_cert, "CERTIFICATE", &d->tls_cert, err, sizeof(err));
                 if (r >= 0)
                         r = http_read_pem(s->tls_key, "PRIVATE KEY", &d->tls_key, err, sizeof(err));
+                if (r >= 0)
+                        r = http_check_tls(d->tls_cert, d->tls_key, err, sizeof(err));
         }
         if (r < 0) {
                 fprintf(stderr, "neurond: %s\n", err);
@@ -179,6 +184,7 @@ static int open_store(struct daemon *d) {
         options.minute_retention_ms = s->retention_minute_ms;
         options.hour_retention_ms = s->retention_hour_ms;
         options.size_cap_bytes = s->max_db_bytes;
+        options.check_interval_ms = s->integrity_check_ms;
         notify_status("Opening database %s", s->db_path);
         int r = store_open_or_set_aside(s->db_path, &options, &d->store, aside, sizeof(aside));
         if (r == 1) {
@@ -196,6 +202,15 @@ static int open_store(struct daemon *d) {
                         log_error("starting without a database: %s", strerror(-r));
                         return EXIT_FAILURE;
                 }
+        } else if (r == -EBUSY) {
+                long pid = 0;
+                if (store_lock_holder(s->db_path, &pid) == 0)
+                        log_error("database %s is in use by another neurond (pid %ld, in %s.lock); one daemon per "
+                                  "database",
+                                  s->db_path, pid, s->db_path);
+                else
+                        log_error("database %s is in use by another process; one daemon per database", s->db_path);
+                return EXIT_USAGE;
         } else if (r == -EPROTONOSUPPORT) {
                 log_error("database %s was written by a newer neurond; refusing to touch it", s->db_path);
                 return EXIT_USAGE;

@@ -13,9 +13,15 @@
 #include <unistd.h>
 
 #include "daemon/settings.h"
+#include "lib/file.h"
 #include "lib/parse.h"
 #include "storage/store.h"
 #include "web/http.h"
+
+/* The config file is small: a size cap, and lines that inih's line buffer
+ * holds whole, with a '\r', the '\n' and a NUL (ini.h's INI_MAX_LINE). */
+#define CONFIG_FILE_MAX (1024 * 1024)
+#define CONFIG_LINE_MAX (INI_MAX_LINE - 3)
 
 #define FIELD(name) .offset = offsetof(struct settings, name), .size = sizeof(((struct settings *) 0)->name)
 
@@ -28,7 +34,7 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_LISTEN,
                 FIELD(listen),
                 .default_text = SETTINGS_DEFAULT_LISTEN,
-                .help = "address to serve HTTP on; port 0 picks a free port and logs it",
+                .help = "address to serve HTTP on, :PORT for every address; port 0 picks a free port and logs it",
         },
         {
                 .key = "db",
@@ -125,6 +131,17 @@ const struct settings_item settings_table[] = {
                 FIELD(max_db_bytes),
                 .default_value = STORE_DEFAULT_SIZE_CAP_BYTES,
                 .help = "cap on the stored data, such as 512M or 1G; 0 for none",
+        },
+        {
+                .key = "integrity_check_interval",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(integrity_check_ms),
+                .min = 1000,
+                .max = 30LL * 24 * 3600 * 1000,
+                .default_value = STORE_DEFAULT_CHECK_INTERVAL_MS,
+                .help = "how often PRAGMA quick_check reads the whole database for damage (about 1 s per GiB, on a "
+                        "thread of its own)",
         },
         {
                 .key = "tls_cert",
@@ -244,7 +261,8 @@ const struct settings_item settings_table[] = {
 const size_t settings_table_size = TABLE_SIZE;
 
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len) {
-        char host[INET6_ADDRSTRLEN + 2];
+        /* No address (":PORT") is every address. */
+        char host[INET6_ADDRSTRLEN + 2] = "[::]";
         const char *colon;
         struct sockaddr_storage ss = { 0 };
         socklen_t len;
@@ -260,10 +278,14 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
                         return -EINVAL;
         }
         size_t host_len = (size_t) (colon - text);
-        if (host_len == 0 || host_len >= sizeof(host))
+        if (host_len >= sizeof(host))
                 return -EINVAL;
-        memcpy(host, text, host_len);
-        host[host_len] = '\0';
+        if (host_len > 0) {
+                memcpy(host, text, host_len);
+                host[host_len] = '\0';
+        } else {
+                host_len = strlen(host);
+        }
 
         uint64_t port;
         if (parse_uint_range(colon + 1, 0, 65535, &port) < 0)
@@ -475,22 +497,61 @@ static int on_ini_value(void *user, const char *section, const char *name, const
         return 0;
 }
 
+/* Refuses what inih would misread: a line longer than its line buffer,
+ * which it splits without a word (the rest read as a line of its own), and
+ * control bytes, which no config file holds (a binary file, a device).
+ * Returns 0, or -EINVAL with the line named in err. */
+static int check_config_text(const char *path, const char *text, char *err, size_t errlen) {
+        const char *line = text;
+
+        for (int lineno = 1;; lineno++) {
+                size_t span = strcspn(line, "\n"), len = span;
+                bool end = line[span] == '\0';
+                /* A CRLF line's '\r' is part of its end. */
+                if (!end && len > 0 && line[len - 1] == '\r')
+                        len--;
+                if (len > CONFIG_LINE_MAX) {
+                        snprintf(err, errlen, "%s:%d: the line is longer than %d bytes", path, lineno, CONFIG_LINE_MAX);
+                        return -EINVAL;
+                }
+                for (size_t i = 0; i < len; i++) {
+                        unsigned char c = (unsigned char) line[i];
+                        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                                snprintf(err, errlen, "%s:%d: a control byte (0x%02x): not a text file", path, lineno,
+                                         c);
+                                return -EINVAL;
+                        }
+                }
+                if (end)
+                        return 0;
+                line += span + 1;
+        }
+}
+
 static int load_config_file(struct settings *s, const char *path, char *err, size_t errlen) {
-        FILE *f = fopen(path, "re");
-        if (!f) {
-                snprintf(err, errlen, "config file %s: %s", path, strerror(errno));
-                return -EINVAL;
-        }
         struct ini_state st = { .settings = s };
-        int line = ini_parse_file(f, on_ini_value, &st);
-        fclose(f);
-        if (line != 0) {
-                snprintf(err, errlen, "%s:%d: %s", path, line,
-                         st.error ? st.why : "not a valid INI line (expected key = value)");
+        char why[128];
+        char *text = NULL;
+        size_t len;
+
+        int r = file_read_text(path, CONFIG_FILE_MAX, &text, &len, why, sizeof(why));
+        if (r < 0) {
+                snprintf(err, errlen, "config file %s: %s", path, why);
                 return -EINVAL;
         }
-        snprintf(s->config_path, sizeof(s->config_path), "%s", path);
-        return 0;
+        r = check_config_text(path, text, err, errlen);
+        if (r == 0) {
+                int line = ini_parse_string(text, on_ini_value, &st);
+                if (line != 0) {
+                        snprintf(err, errlen, "%s:%d: %s", path, line,
+                                 st.error ? st.why : "not a valid INI line (expected key = value)");
+                        r = -EINVAL;
+                }
+        }
+        free(text);
+        if (r == 0)
+                snprintf(s->config_path, sizeof(s->config_path), "%s", path);
+        return r;
 }
 
 static bool takes_value(const struct settings_item *it) {

@@ -65,6 +65,7 @@ struct settings {
         int64_t retention_minute_ms;
         int64_t retention_hour_ms;
         uint64_t max_db_bytes;
+        int64_t integrity_check_ms; /* PRAGMA quick_check period */
 
         char config_path[PATH_MAX]; /* the config file read; "" when none */
 };
@@ -106,7 +107,8 @@ struct settings_item {
 extern const struct settings_item settings_table[];
 extern const size_t settings_table_size;
 
-/* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address.
+/* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address, or ":PORT" for
+ * every address, which is "[::]:PORT" (served on IPv4 too, as exporters do).
  * Returns 0 or -EINVAL. */
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len);
 

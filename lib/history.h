@@ -66,7 +66,7 @@ struct history_stats {
         uint64_t write_errors;      /* failed write attempts since open */
         uint64_t ticks_dropped;     /* ticks lost because memory filled while degraded */
         int64_t newest_ms;          /* newest tick stored or buffered, 0 when none */
-        unsigned damaged_set_aside; /* 1 when open found the file damaged */
+        unsigned damaged_set_aside; /* damaged files set aside (at open or while running) */
         int64_t used_bytes;         /* pages in use, as of the latest chunk flush; 0 before it */
         /* The retention per tier and the size cap in force (0: no cap). */
         int64_t raw_retention_ms, minute_retention_ms, hour_retention_ms;

@@ -558,8 +558,11 @@ static int load_series(struct store *s, int metric, const struct history_matcher
 int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
                       struct series_desc **ret, size_t *ret_n) {
         pthread_mutex_lock(&s->read_lock);
+        uint64_t generation = store_generation(s);
         int r = s->read_db ? load_series(s, metric, matchers, n_matchers, ret, NULL, ret_n) : -EAGAIN;
         pthread_mutex_unlock(&s->read_lock);
+        if (r == -EUCLEAN)
+                store_note_damage(s, generation);
         return r;
 }
 
@@ -591,6 +594,7 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
                 return -ENOMEM;
         }
         pthread_mutex_lock(&s->read_lock);
+        uint64_t generation = store_generation(s);
         /* One read transaction: every table from one snapshot. */
         r = s->read_db ? sql_exec(s->read_db, "BEGIN") : -EAGAIN;
         if (r == 0)
@@ -620,6 +624,9 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
         free(list);
         free(ids);
         free(cells);
+        /* A damaged file found by a query: the tick loop sets it aside. */
+        if (r == -EUCLEAN)
+                store_note_damage(s, generation);
         if (r < 0) {
                 history_result_free(res);
                 return r;

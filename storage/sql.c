@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "storage/sql.h"
 
@@ -27,6 +28,8 @@ int sql_errno(int rc) {
         case SQLITE_CORRUPT:
         case SQLITE_NOTADB:
                 return -EUCLEAN;
+        case SQLITE_INTERRUPT:
+                return -EINTR;
         case SQLITE_MISUSE:
         case SQLITE_RANGE:
         case SQLITE_ERROR:
@@ -87,4 +90,22 @@ int64_t sql_used_bytes(sqlite3 *db) {
             sql_query_int(db, "PRAGMA page_size", &page_size) < 0)
                 return 0;
         return (pages - free_pages) * page_size;
+}
+
+int sql_quick_check(sqlite3 *db) {
+        sqlite3_stmt *st = NULL;
+        int r = sql_prepare(db, "PRAGMA quick_check", &st);
+        if (r < 0)
+                return r;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                const unsigned char *text = sqlite3_column_text(st, 0);
+                r = text && strcmp((const char *) text, "ok") == 0 ? 0 : -EUCLEAN;
+        } else {
+                r = sql_errno(rc);
+                if (r == 0)
+                        r = -EUCLEAN;
+        }
+        sqlite3_finalize(st);
+        return r;
 }

@@ -28,3 +28,7 @@ int sql_step_done(sqlite3_stmt *st);
 
 /* Bytes in pages that hold data (not on the free list), 0 when unknown. */
 int64_t sql_used_bytes(sqlite3 *db);
+
+/* PRAGMA quick_check: 0 when it answers "ok", else -EUCLEAN (or the error
+ * that kept it from running; -EINTR when sqlite3_interrupt() stopped it). */
+int sql_quick_check(sqlite3 *db);

@@ -1,7 +1,8 @@
 /* What the store's files share; not part of the store's interface.
  *
  *   store.c            the interface: open, close, register, append, stats
- *   store-open.c       connecting: file checks, a damaged file set aside
+ *   store-open.c       connecting: the lock, file checks, a damaged file set aside
+ *   store-check.c      the scheduled integrity check, on a thread of its own
  *   store-schema.c     the tables
  *   store-migrate.c    migration from older schemas
  *   store-write.c      the tick path: recent rows, head chunks, series
@@ -10,12 +11,14 @@
  *   query.c            range queries and the series list
  *
  * Every function here runs on the tick loop's thread and its connection
- * (s->db), except where query.c says otherwise. */
+ * (s->db), except where query.c and store-check.c say otherwise. */
 #pragma once
 
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "storage/rollup.h"
@@ -53,6 +56,7 @@ struct series_cache {
 struct store {
         struct store_options opt;
         char *path;
+        int lock_fd;      /* PATH.lock, flock()ed; -1 until the first connect */
         sqlite3 *db;      /* the tick loop's connection */
         sqlite3 *read_db; /* queries' connection, serialised by read_lock */
         pthread_mutex_t read_lock;
@@ -69,20 +73,59 @@ struct store {
         uint64_t ticks_seen, retry_at, backoff;
         int64_t last_retention_ms;
 
-        pthread_mutex_t stats_lock; /* guards stats */
+        pthread_mutex_t stats_lock; /* guards stats, generation and damaged */
         struct history_stats stats;
+
+        /* Damage found at run time. Each connect and each file set aside
+         * starts a generation; a
+         * statement or the check that finds the file damaged notes the
+         * generation it read (store_note_damage()), and the tick loop
+         * sets that file aside at its next write (store_append()). */
+        uint64_t generation; /* of the file at the path; 0 before the first connect */
+        bool damaged;        /* the current generation's file is damaged */
+        char aside[4200];    /* the name of the file set aside last */
+
+        /* The scheduled check (store-check.c); check_db is the connection
+         * it reads with, NULL between checks. */
+        pthread_t check_thread;
+        bool check_started, check_stop;
+        pthread_mutex_t check_lock; /* guards check_stop and check_db */
+        pthread_cond_t check_wake;
+        sqlite3 *check_db;
 };
 
 /* ---- store-open.c ---- */
 
-/* Opens both connections, checks the file, brings the schema up to date
- * and prepares the tick loop's statements; on failure the store is left
- * without connections, to be tried again. */
+/* Takes the database's lock first (once: it is kept until store_close()),
+ * then opens both connections, checks the file, brings the schema up to
+ * date and prepares the tick loop's statements; on failure the store is
+ * left without connections, to be tried again. */
 int store_db_connect(struct store *s);
 
-/* store_db_connect(), and when the file is damaged, sets it aside (see
- * store_open_or_set_aside()) and connects to a new one: 1 then. */
-int store_db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len);
+/* Lets go of the lock, leaving PATH.lock empty: a pid in it names a holder. */
+void store_unlock(struct store *s);
+
+/* store_db_connect(), and when the file is damaged, or damaged is true
+ * (found so while connected, and disconnected since), sets it aside (see
+ * store_open_or_set_aside(); its new name in s->aside) and connects to a
+ * new one, which holds none of the ticks in memory: 1 then. */
+int store_db_connect_or_set_aside(struct store *s, bool damaged);
+
+/* Any thread: the file of that generation is damaged (-EUCLEAN from a
+ * statement or the check). Sets the degraded state unless the file was
+ * set aside since. */
+void store_note_damage(struct store *s, uint64_t generation);
+
+/* Any thread: the generation of the database connected now. */
+uint64_t store_generation(struct store *s);
+
+/* ---- store-check.c ---- */
+
+/* Starts the thread that checks the file every opt.check_interval_ms, when
+ * that is not 0; store_check_stop() ends it (interrupting a check that
+ * runs) and is a no-op when none was started. */
+int store_check_start(struct store *s);
+void store_check_stop(struct store *s);
 
 /* Closes both connections and the prepared statements. */
 void store_db_disconnect(struct store *s);

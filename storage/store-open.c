@@ -4,30 +4,14 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/file.h"
+#include "lib/parse.h"
 #include "storage/sql.h"
 #include "storage/store-internal.h"
-
-/* PRAGMA quick_check: -EUCLEAN unless it answers "ok". */
-static int check_integrity(sqlite3 *db) {
-        sqlite3_stmt *st = NULL;
-        int r = sql_prepare(db, "PRAGMA quick_check", &st);
-        if (r < 0)
-                return r;
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                const unsigned char *text = sqlite3_column_text(st, 0);
-                r = text && strcmp((const char *) text, "ok") == 0 ? 0 : -EUCLEAN;
-        } else {
-                r = sql_errno(rc);
-                if (r == 0)
-                        r = -EUCLEAN;
-        }
-        sqlite3_finalize(st);
-        return r;
-}
 
 void store_db_disconnect(struct store *s) {
         sqlite3_finalize(s->st_recent);
@@ -42,6 +26,60 @@ void store_db_disconnect(struct store *s) {
         s->db = NULL;
 }
 
+/* One daemon per database: two writing one file would both run, each
+ * with its own idea of what is stored, and lose ticks. The lock is an
+ * exclusive flock() on PATH.lock, a file that stays (removing it would let
+ * a third process lock a new file while the second holds the old one),
+ * taken before anything is written and with the holder's pid in it. SQLite
+ * uses POSIX locks, which flock() does not touch. */
+static int store_lock(struct store *s) {
+        char name[4200], pid[32];
+
+        if (s->lock_fd >= 0)
+                return 0;
+        snprintf(name, sizeof(name), "%s.lock", s->path);
+        int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                close(fd);
+                return r;
+        }
+        /* The pid only helps the one refused: a full disk that keeps it
+         * out costs nothing more. */
+        int n = snprintf(pid, sizeof(pid), "%ld\n", (long) getpid());
+        if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t) n, 0) != n)
+                (void) ftruncate(fd, 0);
+        s->lock_fd = fd;
+        return 0;
+}
+
+void store_unlock(struct store *s) {
+        if (s->lock_fd < 0)
+                return;
+        (void) ftruncate(s->lock_fd, 0);
+        close(s->lock_fd);
+        s->lock_fd = -1;
+}
+
+int store_lock_holder(const char *path, long *ret_pid) {
+        char name[4200], text[32];
+        size_t len;
+        uint64_t pid;
+
+        snprintf(name, sizeof(name), "%s.lock", path);
+        int r = file_read_at(AT_FDCWD, name, text, sizeof(text) - 1, 0, &len);
+        if (r < 0)
+                return r;
+        text[len] = '\0';
+        text[strcspn(text, "\n")] = '\0';
+        if (parse_uint_range(text, 1, INT32_MAX, &pid) < 0)
+                return -ENODATA;
+        *ret_pid = (long) pid;
+        return 0;
+}
+
 /* The database, its -wal and its -shm file are opened (made) with open(2)
  * first, because its errno tells a full or read-only file system (ENOSPC,
  * EROFS) from a missing directory or a permission (ENOENT, EACCES): SQLite
@@ -51,7 +89,7 @@ void store_db_disconnect(struct store *s) {
 int store_db_connect(struct store *s) {
         static const char *const suffix[] = { "", "-wal", "-shm" };
         sqlite3 *read_db = NULL;
-        int r = 0;
+        int r = store_lock(s);
 
         for (size_t i = 0; i < 3 && r == 0; i++) {
                 char name[4200];
@@ -65,7 +103,7 @@ int store_db_connect(struct store *s) {
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
-                r = check_integrity(s->db);
+                r = sql_quick_check(s->db);
         if (r == 0)
                 r = store_schema_setup(s);
         if (r == 0)
@@ -74,20 +112,25 @@ int store_db_connect(struct store *s) {
                 store_db_disconnect(s);
                 return r;
         }
-        /* Queries run on other threads; they find read_db under the lock. */
+        int64_t bytes = sql_used_bytes(s->db);
+        /* Queries run on other threads; they find read_db under the lock,
+         * and the generation it belongs to with it. */
         pthread_mutex_lock(&s->read_lock);
         s->read_db = read_db;
-        pthread_mutex_unlock(&s->read_lock);
-        int64_t bytes = sql_used_bytes(s->db);
         pthread_mutex_lock(&s->stats_lock);
+        s->generation++;
+        s->damaged = false;
         s->stats.used_bytes = bytes;
         s->stats.unopened = false;
         pthread_mutex_unlock(&s->stats_lock);
+        pthread_mutex_unlock(&s->read_lock);
         return 0;
 }
 
-int store_db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len) {
-        int r = store_db_connect(s);
+int store_db_connect_or_set_aside(struct store *s, bool damaged) {
+        /* Either way the lock is held here: taken by the connect that
+         * found the damage, or before the connection that found it. */
+        int r = damaged ? -EUCLEAN : store_db_connect(s);
         if (r != -EUCLEAN)
                 return r;
         /* The WAL belongs to the damaged file: it moves with it, or SQLite
@@ -100,14 +143,35 @@ int store_db_connect_or_set_aside(struct store *s, char *aside, size_t aside_len
                 snprintf(to, sizeof(to), "%s.damaged-%lld%s", s->path, now, suffix[i]);
                 if (rename(from, to) < 0 && errno != ENOENT)
                         return -errno;
-                if (i == 0 && aside)
-                        snprintf(aside, aside_len, "%s", to);
+                if (i == 0)
+                        snprintf(s->aside, sizeof(s->aside), "%s", to);
         }
-        r = store_db_connect(s);
-        if (r < 0)
-                return r;
+        /* Set aside; if the new file cannot be made now, a retry makes it.
+         * It will hold none of the ticks in memory. */
+        s->buf.n_durable = 0;
         pthread_mutex_lock(&s->stats_lock);
-        s->stats.damaged_set_aside = 1;
+        s->generation++; /* findings about the old file are old news */
+        s->damaged = false;
+        s->stats.damaged_set_aside++;
         pthread_mutex_unlock(&s->stats_lock);
-        return 1;
+        r = store_db_connect(s);
+        return r < 0 ? r : 1;
+}
+
+void store_note_damage(struct store *s, uint64_t generation) {
+        pthread_mutex_lock(&s->stats_lock);
+        /* A finding about a file set aside since is old news. */
+        if (generation != 0 && generation == s->generation) {
+                s->damaged = true;
+                s->stats.degraded = true;
+                s->stats.last_error = -EUCLEAN;
+        }
+        pthread_mutex_unlock(&s->stats_lock);
+}
+
+uint64_t store_generation(struct store *s) {
+        pthread_mutex_lock(&s->stats_lock);
+        uint64_t generation = s->generation;
+        pthread_mutex_unlock(&s->stats_lock);
+        return generation;
 }

@@ -17,6 +17,7 @@ void store_options_init(struct store_options *o) {
                 .hour_retention_ms = STORE_DEFAULT_HOUR_RETENTION_MS,
                 .size_cap_bytes = STORE_DEFAULT_SIZE_CAP_BYTES,
                 .chunk_ms = STORE_MINUTE_MS,
+                .check_interval_ms = STORE_DEFAULT_CHECK_INTERVAL_MS,
         };
 }
 
@@ -33,11 +34,17 @@ static int store_new(const char *path, const struct store_options *o, struct sto
                 return -ENOMEM;
         }
         s->opt = *o;
+        s->lock_fd = -1;
         s->compact_hour = INT64_MIN;
         s->backoff = 1;
         atomic_init(&s->series_generation, 0);
         pthread_mutex_init(&s->read_lock, NULL);
         pthread_mutex_init(&s->stats_lock, NULL);
+        int r = store_check_start(s);
+        if (r < 0) {
+                store_close(s);
+                return r;
+        }
         *ret = s;
         return 0;
 }
@@ -66,7 +73,9 @@ int store_open_or_set_aside(const char *path, const struct store_options *o, str
         struct store *s = NULL;
         int r = store_new(path, o, &s);
         if (r == 0)
-                r = store_db_connect_or_set_aside(s, aside, aside_len);
+                r = store_db_connect_or_set_aside(s, false);
+        if (s && s->aside[0] && aside)
+                snprintf(aside, aside_len, "%s", s->aside);
         if (r < 0) {
                 store_close(s);
                 return r;
@@ -90,10 +99,23 @@ int store_open_deferred(const char *path, const struct store_options *o, int err
         return 0;
 }
 
-/* Opens the database of a deferred store, as store_open_or_set_aside()
- * does, and enters the registered series. */
+/* Lets go of a file found damaged, for store_attach() to set it aside. */
+static void drop_if_damaged(struct store *s) {
+        pthread_mutex_lock(&s->stats_lock);
+        bool damaged = s->damaged;
+        pthread_mutex_unlock(&s->stats_lock);
+        if (damaged && s->db)
+                store_db_disconnect(s);
+}
+
+/* Opens the database of a deferred store, or a new one in place of a
+ * damaged file, as store_open_or_set_aside() does, and enters the
+ * registered series. */
 static int store_attach(struct store *s) {
-        int r = store_db_connect_or_set_aside(s, NULL, 0);
+        pthread_mutex_lock(&s->stats_lock);
+        bool damaged = s->damaged;
+        pthread_mutex_unlock(&s->stats_lock);
+        int r = store_db_connect_or_set_aside(s, damaged);
         if (r >= 0 && s->buf.ts)
                 r = store_write_series(s, &s->buf);
         if (r < 0) {
@@ -106,7 +128,10 @@ static int store_attach(struct store *s) {
 void store_close(struct store *s) {
         if (!s)
                 return;
-        /* A deferred store's last chance to keep its ticks. */
+        store_check_stop(s);
+        drop_if_damaged(s);
+        /* A deferred store's last chance to keep its ticks, or one whose
+         * file was found damaged. */
         if (!s->db && s->buf.n_ticks > 0)
                 store_attach(s);
         /* Everything into chunks, every hour with new samples compacted
@@ -119,6 +144,7 @@ void store_close(struct store *s) {
                 sql_exec(s->db, "PRAGMA incremental_vacuum");
         }
         store_db_disconnect(s);
+        store_unlock(s);
         free(s->cache.ids);
         free(s->cache.descs);
         pthread_mutex_destroy(&s->read_lock);
@@ -195,9 +221,13 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
         if (wait)
                 return r;
 
+        /* A damaged file is set aside now, the ticks going to a new one. */
+        drop_if_damaged(s);
         r = s->db ? 0 : store_attach(s);
         if (r == 0)
                 r = store_sync_ticks(s);
+        if (r == -EUCLEAN && s->db)
+                store_note_damage(s, store_generation(s));
         pthread_mutex_lock(&s->stats_lock);
         s->stats.degraded = r < 0;
         s->stats.last_error = r;
@@ -210,6 +240,10 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
         }
         pthread_mutex_unlock(&s->stats_lock);
         return r;
+}
+
+const char *store_set_aside_name(const struct store *s) {
+        return s->aside;
 }
 
 void store_get_stats(struct store *s, struct history_stats *ret) {

@@ -9,12 +9,25 @@
  * -EIO for I/O and corruption, -ENOSPC for a full disk, -EROFS for a
  * read-only database, -ENOMEM, -EINVAL for bad arguments, -EUCLEAN for a
  * damaged database file, -EAGAIN when no database is open yet (see
- * store_open_deferred()). Opening passes open(2)'s errno on: -ENOENT,
+ * store_open_deferred()), -EBUSY when another process holds the
+ * database's lock (see below). Opening passes open(2)'s errno on: -ENOENT,
  * -EACCES, -EROFS, -ENOSPC ...
+ *
+ * One process per database: a store holds an exclusive flock() on
+ * PATH.lock from before it first writes (at open, or for a deferred store
+ * when the database opens) until store_close(). The file holds the
+ * holder's pid while it is held and is left in place, empty, after.
  *
  * Threading: store_register_series() and store_append() are called by one
  * thread (the tick loop); store_query_range() may be called from any number
- * of other threads at the same time (it uses its own connection). */
+ * of other threads at the same time (it uses its own connection). The
+ * store runs its scheduled integrity check on a thread of its own.
+ *
+ * A file damaged at run time: SQLITE_CORRUPT or SQLITE_NOTADB from any
+ * statement (a write, a query) or a failed scheduled PRAGMA quick_check
+ * makes the store degraded (last_error -EUCLEAN); at the next write the
+ * file is set aside as at open (store_open_or_set_aside()) and a new one
+ * started, which gets every tick held in memory. */
 #pragma once
 
 #include <stdbool.h>
@@ -31,6 +44,7 @@
 #define STORE_DEFAULT_MINUTE_RETENTION_MS (30LL * 24 * 3600 * 1000)
 #define STORE_DEFAULT_HOUR_RETENTION_MS (365LL * 24 * 3600 * 1000)
 #define STORE_DEFAULT_SIZE_CAP_BYTES (1ULL << 30)
+#define STORE_DEFAULT_CHECK_INTERVAL_MS (3600LL * 1000)
 
 struct store;
 
@@ -40,6 +54,7 @@ struct store_options {
         int64_t hour_retention_ms;   /* default 365 d */
         uint64_t size_cap_bytes;     /* default 1 GiB; 0 for no cap */
         int64_t chunk_ms;            /* head chunk span, whole minutes dividing an hour; default 1 min */
+        int64_t check_interval_ms;   /* PRAGMA quick_check of the file; default 1 h; 0 for none */
 };
 
 /* Fills o with the defaults above. */
@@ -53,9 +68,9 @@ int store_open_with(const char *path, const struct store_options *o, struct stor
 
 /* store_open_with(), and when the file is damaged (-EUCLEAN): renames it
  * and its -wal and -shm files to PATH.damaged-<unix time>[-wal|-shm],
- * writes that name to aside (kept when opening the new database then
- * fails), and opens a new database. Returns 1 when a damaged file was set
- * aside, 0 when not, or a negative errno. */
+ * writes that name to aside (when not NULL; kept when opening the new
+ * database then fails), and opens a new database. Returns 1 when a damaged
+ * file was set aside, 0 when not, or a negative errno. */
 int store_open_or_set_aside(const char *path, const struct store_options *o, struct store **ret, char *aside,
                             size_t aside_len);
 
@@ -66,6 +81,11 @@ int store_open_or_set_aside(const char *path, const struct store_options *o, str
  * aside), enters the registered series and writes the ticks. Until then
  * queries fail with -EAGAIN. */
 int store_open_deferred(const char *path, const struct store_options *o, int error, struct store **ret);
+
+/* The pid of the process that holds the lock of the database at path,
+ * after an open failed with -EBUSY. Returns 0, -ENODATA when the lock file
+ * names none, or the errno of reading it. */
+int store_lock_holder(const char *path, long *ret_pid);
 
 /* Writes what is buffered (for a deferred store: after one more attempt to
  * open the database), then closes. */
@@ -88,6 +108,10 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
  * loop say in its debug log when that starts and how long it took. Same
  * thread as store_append(). */
 bool store_rollup_due(const struct store *s, int64_t timestamp_ms);
+
+/* The name the damaged file was given when it was last set aside, "" when
+ * none was; the tick loop's thread. */
+const char *store_set_aside_name(const struct store *s);
 
 /* A consistent copy of the counters; callable from any thread. */
 void store_get_stats(struct store *s, struct history_stats *ret);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/file.h"
 #include "web/auth.h"
 
 struct auth_user {
@@ -37,6 +38,10 @@ bool auth_equal(const char *given, const char *expected) {
         return diff == 0;
 }
 
+/* The files are small: the users' lines, or one token line. */
+#define USERS_FILE_MAX (64 * 1024)
+#define TOKEN_FILE_MAX (AUTH_SECRET_MAX + 2)
+
 /* One line's content without the trailing newline and blanks. */
 static void chomp(char *line) {
         size_t n = strlen(line);
@@ -44,72 +49,84 @@ static void chomp(char *line) {
                 line[--n] = '\0';
 }
 
-static int load_users(struct auth *a, const char *path, char *err, size_t errlen) {
-        char line[512];
-        int lineno = 0, r = 0;
-        FILE *f = fopen(path, "re");
-
-        if (!f) {
-                snprintf(err, errlen, "basic_auth_users: %s: %s", path, strerror(errno));
+/* One "user:bcrypt-hash" line, without its newline, into a new user. */
+static int add_user(struct auth *a, char *line, const char *path, int lineno, char *err, size_t errlen) {
+        char *colon = strchr(line, ':');
+        if (!colon || colon == line || (size_t) (colon - line) >= sizeof(a->users[0].name) ||
+            strlen(colon + 1) >= sizeof(a->users[0].hash)) {
+                snprintf(err, errlen, "basic_auth_users: %s:%d: expected user:bcrypt-hash", path, lineno);
                 return -EINVAL;
         }
-        while (fgets(line, sizeof(line), f)) {
+        const char *hash = colon + 1;
+        if (strncmp(hash, "$2b$", 4) != 0 && strncmp(hash, "$2y$", 4) != 0 && strncmp(hash, "$2a$", 4) != 0) {
+                snprintf(err, errlen, "basic_auth_users: %s:%d: the hash is not bcrypt ($2b$, $2y$ or $2a$)", path,
+                         lineno);
+                return -EINVAL;
+        }
+        if (a->n_users == AUTH_USERS_MAX) {
+                snprintf(err, errlen, "basic_auth_users: %s: more than %d users", path, AUTH_USERS_MAX);
+                return -EINVAL;
+        }
+        struct auth_user *u = &a->users[a->n_users++];
+        *colon = '\0';
+        /* Both lengths were checked above. */
+        memcpy(u->name, line, strlen(line) + 1);
+        memcpy(u->hash, hash, strlen(hash) + 1);
+        return 0;
+}
+
+static int load_users(struct auth *a, const char *path, char *err, size_t errlen) {
+        char why[128];
+        char *text = NULL;
+        size_t len;
+        int lineno = 0, r;
+
+        r = file_read_text(path, USERS_FILE_MAX, &text, &len, why, sizeof(why));
+        if (r < 0) {
+                snprintf(err, errlen, "basic_auth_users: %s: %s", path, why);
+                return r == -ENOMEM ? r : -EINVAL;
+        }
+        for (char *line = text, *next; line && r == 0; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
                 lineno++;
                 chomp(line);
-                if (!line[0] || line[0] == '#')
-                        continue;
-                char *colon = strchr(line, ':');
-                if (!colon || colon == line || (size_t) (colon - line) >= sizeof(a->users[0].name) ||
-                    strlen(colon + 1) >= sizeof(a->users[0].hash)) {
-                        snprintf(err, errlen, "basic_auth_users: %s:%d: expected user:bcrypt-hash", path, lineno);
-                        r = -EINVAL;
-                        goto out;
-                }
-                const char *hash = colon + 1;
-                if (strncmp(hash, "$2b$", 4) != 0 && strncmp(hash, "$2y$", 4) != 0 && strncmp(hash, "$2a$", 4) != 0) {
-                        snprintf(err, errlen, "basic_auth_users: %s:%d: the hash is not bcrypt ($2b$, $2y$ or $2a$)",
-                                 path, lineno);
-                        r = -EINVAL;
-                        goto out;
-                }
-                if (a->n_users == AUTH_USERS_MAX) {
-                        snprintf(err, errlen, "basic_auth_users: %s: more than %d users", path, AUTH_USERS_MAX);
-                        r = -EINVAL;
-                        goto out;
-                }
-                struct auth_user *u = &a->users[a->n_users++];
-                *colon = '\0';
-                /* Both lengths were checked above. */
-                memcpy(u->name, line, strlen(line) + 1);
-                memcpy(u->hash, hash, strlen(hash) + 1);
+                if (line[0] && line[0] != '#')
+                        r = add_user(a, line, path, lineno, err, errlen);
         }
-        if (a->n_users == 0) {
+        if (r == 0 && a->n_users == 0) {
                 snprintf(err, errlen, "basic_auth_users: %s: no users", path);
                 r = -EINVAL;
         }
-out:
-        fclose(f);
+        explicit_bzero(text, len);
+        free(text);
         return r;
 }
 
 static int load_token(struct auth *a, const char *path, char *err, size_t errlen) {
-        FILE *f = fopen(path, "re");
-        if (!f) {
-                snprintf(err, errlen, "bearer_token_file: %s: %s", path, strerror(errno));
-                return -EINVAL;
+        char why[128];
+        char *text = NULL;
+        size_t len;
+
+        int r = file_read_text(path, TOKEN_FILE_MAX, &text, &len, why, sizeof(why));
+        if (r < 0) {
+                snprintf(err, errlen, "bearer_token_file: %s: %s", path, why);
+                return r == -ENOMEM ? r : -EINVAL;
         }
-        size_t n = fread(a->token, 1, sizeof(a->token) - 1, f);
-        bool more = fgetc(f) != EOF;
-        fclose(f);
-        a->token[n] = '\0';
-        chomp(a->token);
-        a->token_len = strlen(a->token);
-        if (more || a->token_len == 0 || strchr(a->token, '\n')) {
+        chomp(text);
+        size_t token_len = strlen(text);
+        if (token_len > 0 && token_len < sizeof(a->token) && !strchr(text, '\n')) {
+                memcpy(a->token, text, token_len + 1);
+                a->token_len = token_len;
+        } else {
                 snprintf(err, errlen, "bearer_token_file: %s: expected one line of at most %d bytes", path,
                          AUTH_SECRET_MAX - 1);
-                return -EINVAL;
+                r = -EINVAL;
         }
-        return 0;
+        explicit_bzero(text, len);
+        free(text);
+        return r;
 }
 
 int auth_new(const char *users_file, const char *token_file, struct auth **ret, char *err, size_t errlen) {

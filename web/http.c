@@ -2,12 +2,14 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "lib/file.h"
 #include "lib/log.h"
 #include "web/admin.h"
 #include "web/http.h"
@@ -86,46 +88,61 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
 }
 
 int http_read_pem(const char *path, const char *what, char **ret, char *err, size_t errlen) {
-        char marker[32];
+        char marker[32], why[128];
         char *text = NULL;
-        size_t n = 0;
-        int r = 0;
-        FILE *f = fopen(path, "re");
+        size_t len;
 
-        if (!f) {
-                r = -errno;
-                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
+        int r = file_read_text(path, PEM_MAX, &text, &len, why, sizeof(why));
+        if (r == -EFBIG)
+                snprintf(err, errlen, "%s %s; is it a PEM file?", path, why);
+        else if (r < 0)
+                snprintf(err, errlen, "reading %s: %s", path, why);
+        if (r < 0)
                 return r;
-        }
-        text = malloc(PEM_MAX + 1);
-        if (!text) {
-                r = -ENOMEM;
-                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
-                goto out;
-        }
-        errno = 0;
-        n = fread(text, 1, PEM_MAX + 1, f);
-        text[n > PEM_MAX ? PEM_MAX : n] = '\0';
-        if (ferror(f)) {
-                r = errno ? -errno : -EIO; /* EISDIR for a directory */
-                snprintf(err, errlen, "reading %s: %s", path, strerror(-r));
-                goto out;
-        }
         snprintf(marker, sizeof(marker), "%s-----", what);
-        if (n > PEM_MAX) {
-                r = -EFBIG;
-                snprintf(err, errlen, "%s is larger than %d KiB; is it a PEM file?", path, PEM_MAX / 1024);
-        } else if (!strstr(text, "-----BEGIN ") || !strstr(text, marker)) {
-                r = -EINVAL;
+        if (!strstr(text, "-----BEGIN ") || !strstr(text, marker)) {
                 snprintf(err, errlen, "%s holds no PEM %s", path, what);
-        }
-out:
-        if (r == 0)
-                *ret = text;
-        else
                 http_free_pem(text);
-        fclose(f);
-        return r;
+                return -EINVAL;
+        }
+        *ret = text;
+        return 0;
+}
+
+/* Keeps libmicrohttpd's first complaint (GnuTLS's reason) for
+ * http_check_tls(). */
+struct tls_check {
+        char *err;
+        size_t errlen;
+        bool said;
+};
+
+__attribute__((format(printf, 2, 0))) static void on_tls_check_log(void *cls, const char *fmt, va_list ap) {
+        struct tls_check *check = cls;
+        if (check->said)
+                return;
+        int n = snprintf(check->err, check->errlen, "tls_cert and tls_key: ");
+        if (n > 0 && (size_t) n < check->errlen)
+                vsnprintf(check->err + n, check->errlen - (size_t) n, fmt, ap);
+        check->err[strcspn(check->err, "\n")] = '\0';
+        check->said = true;
+}
+
+int http_check_tls(const char *cert, const char *key, char *err, size_t errlen) {
+        struct tls_check check = { .err = err, .errlen = errlen };
+        /* A server without a socket or a thread, which no request reaches:
+         * starting it loads the pair into GnuTLS as serving would. */
+        struct MHD_Daemon *mhd =
+                MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TLS | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+                                 NULL, MHD_OPTION_EXTERNAL_LOGGER, on_tls_check_log, &check, MHD_OPTION_HTTPS_MEM_CERT,
+                                 cert, MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+        if (!mhd) {
+                if (!check.said)
+                        snprintf(err, errlen, "tls_cert and tls_key: not a certificate and its private key");
+                return -EINVAL;
+        }
+        MHD_stop_daemon(mhd);
+        return 0;
 }
 
 void http_free_pem(char *pem) {
@@ -189,8 +206,11 @@ static int http_start_on(const struct sockaddr *addr, int listen_fd, const struc
         raise_fd_limit(max_conn);
 
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+        /* The IPv6 wildcard takes IPv4 clients too, as exporters' ":PORT"
+         * and "[::]:PORT" do. */
         if (addr && addr->sa_family == AF_INET6)
-                flags |= MHD_USE_IPv6;
+                flags |= IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *) addr)->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                                                                   : MHD_USE_IPv6;
         if (tls)
                 flags |= MHD_USE_TLS;
         /* Where to listen and the TLS credentials go in as an option array,

@@ -23,6 +23,11 @@ struct http_server;
 int http_read_pem(const char *path, const char *what, char **ret, char *err, size_t errlen);
 void http_free_pem(char *pem); /* wipes it first; NULL-safe */
 
+/* Checks that cert and key (PEM text) are a certificate chain and its
+ * private key that TLS can serve with. Returns 0, or -EINVAL with err
+ * saying why (GnuTLS's words). */
+int http_check_tls(const char *cert, const char *key, char *err, size_t errlen);
+
 /* Binds addr and starts serving (HTTPS when ctx names a certificate and
  * key). Logs a warning when addr is not loopback and neither TLS nor
  * authentication is set up. Returns 0, -EADDRINUSE, -EACCES, -EINVAL (an

@@ -22,6 +22,7 @@ expect_usage_error "999999" --listen 127.0.0.1:999999
 expect_usage_error "/nonexistent.conf" --config /nonexistent.conf
 expect_usage_error "trn9.huge" --backend model:trn9.huge
 expect_usage_error "nosuch" --backend nosuch
+expect_usage_error "the root /nonexistent" --backend sysfs:/nonexistent
 printf '[neurond]\ninterval = often\n' >"$TEST_TMP/bad.conf"
 expect_usage_error "bad.conf:2" --config "$TEST_TMP/bad.conf"
 # A users file with a plain-text password is a usage error too, found

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Fleet scraping with the shipped contrib/prometheus configuration: three
 # neurond instances (different model instance types and seeds) on loopback,
+# the third serving HTTPS with basic auth for the configuration's TLS job,
 # one real Prometheus scraping them through file_sd, and the utilization
 # summed by Prometheus (a query and the recording rules) must match what the
 # daemons' own /metrics say.
@@ -12,35 +13,43 @@
 need prometheus
 need curl
 need python3
+make_tls_cert
+make_users_file "$TEST_TMP/users" prometheus scrape-pw
+# curl trusts the certificate from here on (the http helper, for the third daemon).
+CURL_CA_BUNDLE=$TLS_CERT
+export CURL_CA_BUNDLE
+printf '[neurond]\ntls_cert = %s\ntls_key = %s\nbasic_auth_users = %s\nhealthz_open = true\n' \
+        "$TLS_CERT" "$TLS_KEY" "$TEST_TMP/users" >"$TEST_TMP/tls.conf"
 
 # Three instance types, as different as the catalog allows.
 set -- $("$NEUROND" --list-instances | awk 'NR > 1 { print $1 }')
 [ $# -ge 1 ] || fail "empty instance catalog"
 m1=$1 m2=${2:-$1} m3=${3:-$1}
 [ "$m3" = "$m1" ] && [ $# -ge 2 ] && m3=$2
-mkdir -p "$TEST_TMP/prom/targets"
-targets=
-n=0
-for spec in "$m1,seed=11" "$m2,seed=22" "$m3,seed=33"; do
-        n=$((n + 1))
-        start_daemon "d$n" --interval 1h --backend "model:$spec"
-        targets="$targets \"127.0.0.1:$PORT\","
-done
+mkdir -p "$TEST_TMP/prom/targets" "$TEST_TMP/prom/targets-tls"
+start_daemon d1 --interval 1h --backend "model:$m1,seed=11"
+start_daemon d2 --interval 1h --backend "model:$m2,seed=22"
+echo "- targets: [\"127.0.0.1:$(daemon_port d1)\", \"127.0.0.1:$(daemon_port d2)\"]" >"$TEST_TMP/prom/targets/test.yml"
+start_daemon d3 --interval 1h --backend "model:$m3,seed=33" --config "$TEST_TMP/tls.conf"
+echo "- targets: [\"127.0.0.1:$(daemon_port d3)\"]" >"$TEST_TMP/prom/targets-tls/test.yml"
 for i in 1 2 3; do
         URL=http://127.0.0.1:$(daemon_port "d$i")
+        [ "$i" != 3 ] || URL=https://127.0.0.1:$(daemon_port d3)
         wait_until tick_at_least 1 || fail "daemon $i did not tick"
-        http /metrics --fail >"$TEST_TMP/metrics$i.txt"
+        http /metrics --fail -u prometheus:scrape-pw >"$TEST_TMP/metrics$i.txt"
 done
 
-# The shipped configuration, with test intervals, our targets and rules.
+# The shipped configuration, with test intervals, our targets, rules, CA
+# and password.
 cp "$top_srcdir/contrib/prometheus/prometheus.yml" "$top_srcdir/contrib/prometheus/neurond-recording.yml" \
         "$top_srcdir/contrib/prometheus/neurond-alerts.yml" "$TEST_TMP/prom/"
+cp "$TLS_CERT" "$TEST_TMP/prom/neurond-ca.pem"
+printf 'scrape-pw\n' >"$TEST_TMP/prom/neurond-password"
 sed -i -e 's/scrape_interval: 15s/scrape_interval: 1s/' -e 's/evaluation_interval: 15s/evaluation_interval: 1s/' \
         -e 's/scrape_timeout: 10s/scrape_timeout: 1s/' -e 's/refresh_interval: 1m/refresh_interval: 1s/' \
         "$TEST_TMP/prom/prometheus.yml"
 ! grep -Eq '(interval|timeout): *[0-9]*[mh]|(interval|timeout): *[0-9]{2,}s' "$TEST_TMP/prom/prometheus.yml" ||
         fail "contrib/prometheus/prometheus.yml changed its intervals; adjust this test's substitutions"
-echo "- targets: [${targets%,} ]" >"$TEST_TMP/prom/targets/test.yml"
 pport=$(free_port)
 start_helper prometheus --config.file="$TEST_TMP/prom/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
         --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$TEST_TMP/prom.log" 2>&1

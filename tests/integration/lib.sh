@@ -13,7 +13,7 @@
 #               stop_daemon [NAME] | expect_clean_exit [NAME] | kill_daemon [NAME]
 #               daemon_pid NAME | daemon_port NAME | wrap_neurond PREFIX
 # Other programs start_helper COMMAND... | wait_helper PID
-# Waiting       wait_until [SECONDS] COMMAND... | file_has FILE PATTERN
+# Waiting       wait_until [SECONDS] COMMAND... | wait_exit SECONDS PID | file_has FILE PATTERN
 #               metric_is SERIES VALUE | tick_at_least N
 # HTTP          http PATH [CURL-ARGS...] | http_status PATH [CURL-ARGS...]
 #               metric_value SERIES | healthz_tick | stable_metrics | free_port
@@ -244,6 +244,19 @@ wait_until() {
     fi
     sleep 0.1
   done
+}
+
+# wait_exit SECONDS PID: waits up to SECONDS (times SLOW) for PID, started
+# in the background by this shell, to exit, and sets EXIT_STATUS to its
+# exit status. Returns 1, having killed it, when it still runs by then.
+wait_exit() {
+  if ! wait_until "$1" not_running "$2"; then
+    kill -KILL "$2" 2>/dev/null || true
+    wait "$2" 2>/dev/null || true
+    return 1
+  fi
+  EXIT_STATUS=0
+  wait "$2" || EXIT_STATUS=$?
 }
 
 # file_has FILE PATTERN: FILE exists and has a line matching PATTERN (grep).

@@ -1,8 +1,9 @@
 #!/bin/sh
 # A collector that hangs, for a while and then for good, through the real
-# sysfs backend: a copy of the Trn1 fixture whose pe_cntrs file, read every
-# tick, is swapped for a FIFO without a writer, so the read blocks as a hung
-# driver's would. While it hangs /metrics and /healthz keep answering,
+# sysfs backend: in a copy of the Trn1 fixture, reads of a pe_cntrs file,
+# read every tick, block while a gate file exists, as a hung driver's would
+# (tests/shim/hang-shim.c, LD_PRELOADed; a FIFO neurond would refuse to
+# open). While it hangs /metrics and /healthz keep answering,
 # /healthz turns "stalled" and the watchdog pings stop (systemd would
 # restart the service). Released, the loop resumes on its grid and counts
 # the intervals it skipped in neurond_tick_overruns_total. A SIGTERM sent
@@ -11,15 +12,13 @@
 need_libsystemd
 need python3
 need curl
-need timeout
+[ -f "${HANG_SHIM:-}" ] || skip "the hang shim is not built"
 
 root=$TEST_TMP/root
 mkdir "$root"
 cp -R "$top_srcdir/tests/data/trn1/." "$root"
 chmod -R u+w "$root" # make distcheck's source tree is read-only
-pe=$root/devices/virtual/neuron_device/neuron0/neuron_core0/stats/tensor_engine/pe_cntrs
-cp "$pe" "$TEST_TMP/pe_cntrs"
-mkfifo "$TEST_TMP/fifo"
+gate=$TEST_TMP/gate
 
 notify=$TEST_TMP/notify.txt
 start_helper python3 "$top_srcdir/tests/integration/notify-listen.py" "$TEST_TMP/notify.sock" "$notify" 90
@@ -27,7 +26,9 @@ listener=$HELPER_PID
 wait_until 20 file_has "$notify" BOUND || fail "the notification listener did not start"
 
 # A watchdog ping every 300 ms; WATCHDOG_PID must be the daemon's own pid.
-wrap_neurond "env NOTIFY_SOCKET=$TEST_TMP/notify.sock WATCHDOG_PID=\$\$ WATCHDOG_USEC=600000"
+wrap_neurond "env NOTIFY_SOCKET=$TEST_TMP/notify.sock WATCHDOG_PID=\$\$ WATCHDOG_USEC=600000 \
+ASAN_OPTIONS=\${ASAN_OPTIONS:-}:verify_asan_link_order=0 LD_PRELOAD=$HANG_SHIM NEUROND_HANG_GATE=$gate \
+NEUROND_HANG_PATH=/neuron0/neuron_core0/stats/tensor_engine/pe_cntrs"
 start_daemon h --backend "sysfs:$root" --interval 100ms --log-level debug
 wait_until 20 file_has "$notify" '^WATCHDOG=1' || fail "no watchdog ping"
 
@@ -37,17 +38,14 @@ tick() { healthz | sed -n 's/.*"tick":\([0-9]*\).*/\1/p'; }
 overruns() { metric_value neurond_tick_overruns_total; }
 pings() { grep -c '^WATCHDOG=1' "$notify" || true; }
 
-# hang: the next read of pe_cntrs opens a FIFO nobody writes to.
+# hang: the next read of pe_cntrs blocks.
 hang() {
-        ln "$TEST_TMP/fifo" "$pe.new"
-        mv -f "$pe.new" "$pe"
+        : >"$gate"
 }
-# release: the file comes back, then the blocked open gets a writer and
-# reads the file's text, so the hung tick ends with a valid reading.
+# release: the blocked read goes on and reads the file's text, so the hung
+# tick ends with a valid reading.
 release() {
-        cp "$TEST_TMP/pe_cntrs" "$pe.new"
-        mv -f "$pe.new" "$pe"
-        timeout 10 sh -c 'cat "$1" >"$2"' sh "$TEST_TMP/pe_cntrs" "$TEST_TMP/fifo" || fail "the daemon was not blocked on the FIFO"
+        rm "$gate"
 }
 # wait_stalled: /healthz answers while the loop hangs, and says so once the
 # last tick is three intervals (plus 2 s) old.

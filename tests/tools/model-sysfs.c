@@ -7,7 +7,8 @@
  * "--backend sysfs:DIR" (the driver's layout, aws-neuron-driver
  * neuron_sysfs_metrics.c): device info, per-core device_mem/total and a
  * pe_cntrs file whose deltas give the model's busy ratio. Each tick's tree
- * is written whole into DIR.<tick> (each file via write and rename) and DIR
+ * is written whole into DIR.<pid>.<tick> (each file via write and rename;
+ * the pid keeps a second run from rewriting a tree a reader may be in) and DIR
  * is then swapped to it with an atomic symlink rename: the sysfs collector
  * opens its root once per tick, so it sees one tick's tree, never a mix. After each tick it prints one line per
  * device, "<tick> <device> <hbm_used_bytes>", and flushes, so a test can
@@ -192,7 +193,7 @@ int main(int argc, char **argv) {
                         goto out;
                 }
                 char tree[1100], link_tmp[1100], target[1100];
-                snprintf(tree, sizeof(tree), "%s.%ld", argv[2], t);
+                snprintf(tree, sizeof(tree), "%s.%ld.%ld", argv[2], (long) getpid(), t);
                 if (put_info(tree, inv) < 0)
                         goto fail_write;
                 for (size_t i = 0; i < n; i++) {
@@ -237,7 +238,7 @@ int main(int argc, char **argv) {
                 if (symlink(target, link_tmp) < 0 || rename(link_tmp, argv[2]) < 0)
                         goto fail_write;
                 if (t > 2) {
-                        snprintf(tree, sizeof(tree), "%s.%ld", argv[2], t - 2);
+                        snprintf(tree, sizeof(tree), "%s.%ld.%ld", argv[2], (long) getpid(), t - 2);
                         nftw(tree, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
                 }
                 fflush(stdout);

@@ -68,8 +68,9 @@ static int teardown(void **state) {
         snapshot_slot_destroy(&f->latest);
         fake_collector_free(f->fake);
         unlink(f->db);
-        for (const char *ext = "-wal"; ext; ext = strcmp(ext, "-wal") == 0 ? "-shm" : NULL) {
-                snprintf(path, sizeof(path), "%s%s", f->db, ext);
+        static const char *const suffixes[] = { "-wal", "-shm", ".lock" };
+        for (size_t i = 0; i < 3; i++) {
+                snprintf(path, sizeof(path), "%s%s", f->db, suffixes[i]);
                 unlink(path);
         }
         unlink(f->log);

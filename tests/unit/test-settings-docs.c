@@ -161,7 +161,7 @@ static void settings_table__help__names_every_flag_and_key(void **state) {
 
 static void settings_table__contrib_conf__names_every_key(void **state) {
         struct names table_flags = { 0 }, table_shorts = { 0 }, table_keys = { 0 }, keys = { 0 };
-        char *text = read_source_file("contrib/neurond.conf"), *line;
+        char *text = read_source_file("contrib/neurond.conf.in"), *line;
 
         table_names(&table_flags, &table_shorts, &table_keys);
         /* Every key is shown commented out: "# key = default" or, as an
@@ -175,7 +175,7 @@ static void settings_table__contrib_conf__names_every_key(void **state) {
                         names_add(&keys, line, len);
         }
         free(text);
-        assert_int_equal(compare_names(&keys, &table_keys, "contrib/neurond.conf", "key"), 0);
+        assert_int_equal(compare_names(&keys, &table_keys, "contrib/neurond.conf.in", "key"), 0);
 }
 
 /* The section of an mdoc page that starts with ".Sh name", up to the next. */
@@ -213,7 +213,7 @@ static void add_man_flags(const char *line, struct names *flags, struct names *s
                 fail_msg("doc/neurond.8: no long flag in '%s'", line);
         names_add(flags, flag, n);
         if (short_flag) {
-                char text[NAME_MAX_LEN];
+                char text[NAME_MAX_LEN + 8]; /* "-x, --" and the flag */
                 snprintf(text, sizeof(text), "-%c, --%s", short_flag, flag);
                 names_add(shorts, text, strlen(text));
         }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -27,12 +28,31 @@ static void settings_parse_listen__ipv4_and_ipv6__parsed(void **state) {
         assert_int_equal(len, sizeof(struct sockaddr_in6));
 }
 
+/* ":PORT" and "[::]:PORT" both mean every address, as in node_exporter. */
+static void settings_parse_listen__no_address_or_ipv6_any__every_address(void **state) {
+        static const char *const every[] = { ":9710", "[::]:9710" };
+
+        for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+                struct sockaddr_storage ss;
+                socklen_t len;
+                assert_int_equal(settings_parse_listen(every[i], &ss, &len), 0);
+                const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) &ss;
+                assert_int_equal(sin6->sin6_family, AF_INET6);
+                assert_int_equal(len, sizeof(*sin6));
+                assert_true(IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr));
+                assert_int_equal(ntohs(sin6->sin6_port), 9710);
+        }
+}
+
 static void settings_parse_listen__bad_address__einval(void **state) {
         static const char *const bad[] = {
                 "",
                 "127.0.0.1",
                 "127.0.0.1:",
-                ":9710",
+                ":",
+                ":x",
+                "::9710",
+                "[]:9710",
                 "localhost:9710",
                 "127.0.0.1:65536",
                 "127.0.0.1:-1",
@@ -57,14 +77,18 @@ static int load(char **argv, struct settings *s, char *err, size_t errlen) {
         return settings_load(argc, argv, s, err, errlen);
 }
 
-static char *write_config(const char *text) {
+static char *write_config_bytes(const char *bytes, size_t len) {
         static char path[] = "/tmp/neurond-test-settings-XXXXXX";
         snprintf(path, sizeof(path), "/tmp/neurond-test-settings-XXXXXX");
         int fd = mkstemp(path);
         assert_true(fd >= 0);
-        assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
+        assert_int_equal(write(fd, bytes, len), (ssize_t) len);
         close(fd);
         return path;
+}
+
+static char *write_config(const char *text) {
+        return write_config_bytes(text, strlen(text));
 }
 
 static void settings_load__flags__override_config(void **state) {
@@ -167,6 +191,94 @@ static void settings_load__bad_config__names_file_and_line(void **state) {
                 { "[neurond]\nthis is not ini\n", ":2: not a valid INI line" },
         };
         expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* "cors_origin = https://aaa...", len bytes, then end. */
+static void origin_line(char *out, size_t len, const char *end) {
+        size_t at = (size_t) snprintf(out, len + 1, "cors_origin = https://");
+        memset(out + at, 'a', len - at);
+        memcpy(out + len, end, strlen(end) + 1);
+}
+
+static void settings_load__long_lines__whole_or_refused(void **state) {
+        char line[512], text[1024], err[512] = "";
+        struct settings s;
+
+        /* The longest line inih holds whole, with LF or CRLF. */
+        for (int crlf = 0; crlf < 2; crlf++) {
+                origin_line(line, 197, crlf ? "\r\n" : "\n");
+                snprintf(text, sizeof(text), "[neurond]\n%sinterval = 2s\n", line);
+                char *path = write_config(text);
+                char *argv[] = { "neurond", "--config", path, NULL };
+                assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+                assert_int_equal(strlen(s.cors_origin), 197 - strlen("cors_origin = "));
+                assert_int_equal(s.interval_ms, 2000);
+                assert_false(s.admin);
+                unlink(path);
+        }
+
+        /* 211 bytes: inih would read its first 199 as one line and the
+         * rest, "admin = true", as another. */
+        origin_line(line, 211 - strlen("admin = true"), "admin = true\n");
+        assert_int_equal(strlen(line), 212);
+        char *path = write_config(line);
+        char *argv[] = { "neurond", "--config", path, NULL };
+        assert_int_equal(load(argv, &s, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, ":1: the line is longer than 197 bytes"));
+        unlink(path);
+
+        /* 198 bytes, on line 3, and on the last line without a line end. */
+        origin_line(line, 198, "\n");
+        snprintf(text, sizeof(text), "[neurond]\n\n%s", line);
+        line[198] = '\0';
+        const struct config_case cases[] = {
+                { text, ":3: the line is longer than 197 bytes" },
+                { line, ":1: the line is longer than 197 bytes" },
+        };
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+static void settings_load__not_text__refused_naming_line(void **state) {
+        static const struct config_case cases[] = {
+                { "[neurond]\ninterval = 1s\x01\n", ":2: a control byte (0x01): not a text file" },
+                { "[neurond]\rinterval = 1s\n", ":1: a control byte (0x0d)" },
+                { "interval = 1s\x7f\n", ":1: a control byte (0x7f)" },
+        };
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
+
+        char *path = write_config_bytes("[neurond]\ninterval = 1s\0admin = true\n", 37);
+        char *nul[] = { "neurond", "--config", path, NULL };
+        expect_error(nul, "line 2 holds a NUL byte: not a text file");
+        unlink(path);
+
+        char *zero[] = { "neurond", "--config", "/dev/zero", NULL };
+        expect_error(zero, "config file /dev/zero: is a character device, not a regular file");
+        char *dir[] = { "neurond", "--config", "/tmp", NULL };
+        expect_error(dir, "config file /tmp: Is a directory");
+
+        char fifo[] = "/tmp/neurond-test-settings-XXXXXX";
+        assert_non_null(mkdtemp(fifo));
+        char fifo_path[64];
+        snprintf(fifo_path, sizeof(fifo_path), "%s/fifo", fifo);
+        assert_int_equal(mkfifo(fifo_path, 0600), 0);
+        char *pipe[] = { "neurond", "--config", fifo_path, NULL };
+        alarm(10); /* a blocking open would hang: a failure */
+        expect_error(pipe, "is a FIFO, not a regular file");
+        alarm(0);
+        unlink(fifo_path);
+        rmdir(fifo);
+
+        /* Larger than the cap: a config file is a page or two. */
+        size_t big = 1024 * 1024 + 1;
+        char *comments = malloc(big);
+        assert_non_null(comments);
+        for (size_t i = 0; i < big; i++)
+                comments[i] = i % 64 == 63 ? '\n' : '#';
+        path = write_config_bytes(comments, big);
+        free(comments);
+        char *large[] = { "neurond", "--config", path, NULL };
+        expect_error(large, "is larger than 1 MiB");
+        unlink(path);
 }
 
 static void settings_load__http_keys__parsed_and_checked(void **state) {
@@ -347,12 +459,15 @@ static void settings_print_help__ranges_and_defaults__shown(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(settings_parse_listen__ipv4_and_ipv6__parsed),
+                cmocka_unit_test(settings_parse_listen__no_address_or_ipv6_any__every_address),
                 cmocka_unit_test(settings_parse_listen__bad_address__einval),
                 cmocka_unit_test(settings_load__flags__override_config),
                 cmocka_unit_test(settings_load__defaults__documented_values),
                 cmocka_unit_test(settings_load__actions__returned),
                 cmocka_unit_test(settings_load__bad_input__one_line_error),
                 cmocka_unit_test(settings_load__bad_config__names_file_and_line),
+                cmocka_unit_test(settings_load__long_lines__whole_or_refused),
+                cmocka_unit_test(settings_load__not_text__refused_naming_line),
                 cmocka_unit_test(settings_load__http_keys__parsed_and_checked),
                 cmocka_unit_test(settings_table__rows__well_formed),
                 cmocka_unit_test(settings_load__booleans__same_words_everywhere),

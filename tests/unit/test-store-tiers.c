@@ -93,6 +93,16 @@ static void path_of(char *out, size_t size, const char *name) {
         snprintf(out, size, "%s/%s", dir, name);
 }
 
+/* 8 KiB that are no database, as name; its path in out. */
+static void write_junk(const char *name, char *out, size_t size) {
+        path_of(out, size, name);
+        FILE *f = fopen(out, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < 8192; i++)
+                fputc(i * 7 % 251, f);
+        fclose(f);
+}
+
 static struct store *open_store(const char *name, const struct store_options *o) {
         char path[128];
         struct store *s = NULL;
@@ -189,6 +199,12 @@ static void check_query(struct store *s, size_t i, int64_t start, int64_t end, i
         }
         assert_int_equal(p, sr->n_points);
         history_result_free(res);
+}
+
+/* Every series holds every tick appended so far, at 1 s steps. */
+static void check_every_tick(struct store *s) {
+        for (size_t i = 0; i < N_SERIES; i++)
+                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
 }
 
 static void store_query_range__raw_tier__matches_naive(void **state) {
@@ -461,12 +477,7 @@ static void store_open__newer_or_damaged__refused(void **state) {
         assert_int_equal(store_open(path, &s), -EPROTONOSUPPORT);
         assert_int_equal(db_int("v9.db", "PRAGMA user_version"), 9);
 
-        path_of(path, sizeof(path), "junk.db");
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        for (int i = 0; i < 8192; i++)
-                fputc(i * 7 % 251, f);
-        fclose(f);
+        write_junk("junk.db", path, sizeof(path));
         assert_int_equal(store_open(path, &s), -EUCLEAN);
 
         /* A real database with a page overwritten. */
@@ -474,7 +485,7 @@ static void store_open__newer_or_damaged__refused(void **state) {
         append_ticks(s, 700, 1000);
         store_close(s);
         path_of(path, sizeof(path), "torn.db");
-        f = fopen(path, "r+b");
+        FILE *f = fopen(path, "r+b");
         assert_non_null(f);
         fseek(f, 0, SEEK_END);
         long size = ftell(f);
@@ -520,8 +531,7 @@ static void store_append__disk_full__degrades_then_resumes(void **state) {
         store_get_stats(s, &st);
         assert_int_equal(st.ticks_dropped, 0);
         assert_false(st.degraded);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -693,15 +703,13 @@ static void store_open_deferred__database_appears__stores_held_ticks(void **stat
         assert_int_equal(st.damaged_set_aside, 0);
         assert_int_equal(append_tick(s, 1000), 0);
         /* Every tick, those held before the database opened too. */
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), 0);
         assert_int_equal(n, N_SERIES);
         free(list);
         store_close(s);
         s = open_store("later/neurond.db", NULL);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -722,8 +730,7 @@ static void store_close__deferred__writes_held_ticks(void **state) {
         assert_int_equal(mkdir(sub, 0700), 0);
         store_close(s);
         s = open_store("later/neurond.db", NULL);
-        for (size_t i = 0; i < N_SERIES; i++)
-                check_query(s, i, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -736,12 +743,7 @@ static void store_open_deferred__damaged_file__set_aside_when_opened(void **stat
         struct history_stats st;
         struct store_options o;
         store_options_init(&o);
-        path_of(path, sizeof(path), "junk.db");
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        for (int i = 0; i < 8192; i++)
-                fputc(i * 7 % 251, f);
-        fclose(f);
+        write_junk("junk.db", path, sizeof(path));
         assert_int_equal(store_open_deferred(path, &o, -EIO, &s), 0);
         assert_int_equal(store_register_series(s, series, N_SERIES), 0);
         assert_int_equal(append_tick(s, 1000), 0); /* the first retry is at the first tick */
@@ -754,6 +756,148 @@ static void store_open_deferred__damaged_file__set_aside_when_opened(void **stat
         assert_int_equal(g.gl_pathc, 1);
         globfree(&g);
         check_query(s, 0, T0, truth.ts[truth.n - 1], 1000, HISTORY_AGG_LAST, false);
+        store_close(s);
+}
+
+/* One process per database: a second store on the file is refused before
+ * it writes anything, and the holder's pid is there to name; the holder
+ * goes on storing. */
+static void store_open__locked__ebusy_naming_holder(void **state) {
+        (void) state;
+        char path[128];
+        struct store *other = NULL;
+        struct store_options o;
+        long pid = 0;
+        store_options_init(&o);
+        struct store *s = open_store("one.db", NULL);
+        append_ticks(s, 10, 1000);
+        path_of(path, sizeof(path), "one.db");
+        assert_int_equal(store_open(path, &other), -EBUSY);
+        assert_int_equal(store_open_or_set_aside(path, &o, &other, NULL, 0), -EBUSY);
+        assert_null(other);
+        assert_int_equal(store_lock_holder(path, &pid), 0);
+        assert_int_equal(pid, (long) getpid());
+        append_ticks(s, 10, 1000);
+        store_close(s);
+        /* Let go: the file stays, naming no one. */
+        assert_int_equal(store_lock_holder(path, &pid), -ENODATA);
+        s = open_store("one.db", NULL);
+        check_every_tick(s);
+        store_close(s);
+}
+
+/* The lock is taken before the integrity check: a second store never sets
+ * the holder's file aside; and setting a damaged file aside keeps it. */
+static void store_open_or_set_aside__damaged__keeps_the_lock(void **state) {
+        (void) state;
+        char path[128], aside[256] = "";
+        struct store *s = NULL, *other = NULL;
+        struct store_options o;
+        store_options_init(&o);
+        write_junk("junk.db", path, sizeof(path));
+        assert_int_equal(store_open_or_set_aside(path, &o, &s, aside, sizeof(aside)), 1);
+        assert_int_equal(store_open_or_set_aside(path, &o, &other, NULL, 0), -EBUSY);
+        assert_null(other);
+        store_close(s);
+        assert_int_equal(store_open_or_set_aside(path, &o, &s, NULL, 0), 0);
+        store_close(s);
+}
+
+/* A deferred store whose database another process holds waits, degraded,
+ * and takes the lock and stores what it held once the other lets go. */
+static void store_open_deferred__locked__waits_for_the_lock(void **state) {
+        (void) state;
+        char path[128];
+        struct store *s = NULL;
+        struct history_stats st;
+        struct store_options o;
+        store_options_init(&o);
+        path_of(path, sizeof(path), "two.db");
+        struct store *holder = open_store("two.db", NULL);
+        assert_int_equal(store_open_deferred(path, &o, -EROFS, &s), 0);
+        assert_int_equal(store_register_series(s, series, N_SERIES), 0);
+        for (int k = 0; k < 10; k++)
+                assert_int_equal(append_tick(s, 1000), -EBUSY);
+        store_get_stats(s, &st);
+        assert_true(st.degraded && st.unopened);
+        assert_int_equal(st.last_error, -EBUSY);
+        store_close(holder);
+        int opened = -1;
+        for (int k = 0; k < 70 && opened < 0; k++)
+                if (append_tick(s, 1000) == 0)
+                        opened = k;
+        assert_true(opened >= 0);
+        check_every_tick(s);
+        store_close(s);
+}
+
+/* Writes every page of the WAL into the file, from a connection of the
+ * test's own, then overwrites the file after its header with junk: every
+ * page a new connection reads from the file is damaged. */
+static void damage_under_store(const char *path) {
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fseek(f, 100, SEEK_SET);
+        for (long i = 100; i < size; i++)
+                fputc(0xA5, f);
+        fclose(f);
+}
+
+/* A file damaged while the store has it open: the scheduled check finds
+ * it and the store turns degraded; the next write sets the file aside and
+ * starts a new one, which gets every tick held in memory. */
+static void store_append__damaged_while_open__set_aside_with_the_ticks(void **state) {
+        (void) state;
+        char path[128], body[512];
+        struct history_stats st;
+        struct store_options o;
+        store_options_init(&o);
+        o.check_interval_ms = 100;
+        path_of(path, sizeof(path), "live.db");
+        struct store *s = open_store("live.db", &o);
+        append_ticks(s, 20, 1000);
+        /* Checks of a sound file find nothing. */
+        usleep(300 * 1000);
+        store_get_stats(s, &st);
+        assert_false(st.degraded);
+
+        damage_under_store(path);
+        for (int k = 0; k < 100 && !st.degraded; k++) {
+                usleep(50 * 1000);
+                store_get_stats(s, &st);
+        }
+        assert_true(st.degraded);
+        assert_int_equal(st.last_error, -EUCLEAN);
+        assert_int_equal(st.damaged_set_aside, 0);
+        assert_int_equal(healthz(s, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "\"status\":\"degraded\""));
+        assert_string_equal(store_set_aside_name(s), "");
+
+        assert_int_equal(append_tick(s, 1000), 0);
+        store_get_stats(s, &st);
+        assert_false(st.degraded);
+        assert_int_equal(st.damaged_set_aside, 1);
+        const char *aside = store_set_aside_name(s);
+        assert_int_equal(strncmp(aside, path, strlen(path)), 0);
+        assert_int_equal(strncmp(aside + strlen(path), ".damaged-", 9), 0);
+        struct stat sb;
+        assert_int_equal(stat(aside, &sb), 0);
+        check_every_tick(s);
+        /* The new file is sound, and keeps the ticks over a restart. */
+        usleep(300 * 1000);
+        store_get_stats(s, &st);
+        assert_false(st.degraded);
+        append_ticks(s, 5, 1000);
+        store_close(s);
+        s = open_store("live.db", NULL);
+        check_every_tick(s);
         store_close(s);
 }
 
@@ -777,6 +921,11 @@ int main(void) {
                                                 teardown),
                 cmocka_unit_test_setup_teardown(store_close__deferred__writes_held_ticks, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open_deferred__damaged_file__set_aside_when_opened, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(store_open__locked__ebusy_naming_holder, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_or_set_aside__damaged__keeps_the_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open_deferred__locked__waits_for_the_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_append__damaged_while_open__set_aside_with_the_ticks, setup,
                                                 teardown),
         };
         return cmocka_run_group_tests_name("store-tiers", tests, NULL, NULL);

@@ -39,8 +39,8 @@ static int setup(void **state) {
 static int teardown(void **state) {
         struct fixture *f = *state;
         char path[128];
-        static const char *const suffixes[] = { "", "-wal", "-shm" };
-        for (size_t i = 0; i < 3; i++) {
+        static const char *const suffixes[] = { "", "-wal", "-shm", ".lock" };
+        for (size_t i = 0; i < 4; i++) {
                 snprintf(path, sizeof(path), "%s%s", f->path, suffixes[i]);
                 unlink(path);
         }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -202,12 +203,25 @@ static void sysfs_open__no_devices__enodev(void **state) {
         char dir[600];
         snprintf(dir, sizeof(dir), "%s/" DEV "neuron0", scratch);
         rm_rf(dir);
-        assert_int_equal(collector_open_spec("sysfs:/nonexistent-root", &c, err, sizeof(err)), -ENODEV);
         char spec[600];
         snprintf(spec, sizeof(spec), "sysfs:%s", root);
         assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -ENODEV);
         assert_non_null(strstr(err, "lists no devices"));
         struct collector_args args = { .options = root, .err = err, .errlen = sizeof(err) };
+        assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
+}
+
+static void sysfs_open__missing_root__einval(void **state) {
+        struct collector *c = NULL;
+        char err[256];
+        /* The root is a setting: a bad one is a usage error; no driver under
+         * a good one is not (it may load later). */
+        assert_int_equal(collector_open_spec("sysfs:/nonexistent-root", &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "the root /nonexistent-root: No such file or directory"));
+        assert_int_equal(collector_open_spec("sysfs:/dev/null", &c, err, sizeof(err)), -EINVAL);
+        assert_null(c);
+        /* For auto, no root is no driver. */
+        struct collector_args args = { .options = "/nonexistent-root", .err = err, .errlen = sizeof(err) };
         assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
 }
 
@@ -314,6 +328,62 @@ static void sysfs_read__damaged_files__series_absent_then_recover(void **state) 
         collector_close(c);
 }
 
+/* Replaces root/rel with a FIFO, which no one writes. */
+static void make_fifo(const char *rel) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(mkfifo(path, 0600), 0);
+}
+
+static void sysfs_open__fifos_and_devices__absent_without_blocking(void **state) {
+        const char *n3 = DEV "neuron3/";
+        char path[1024], target[1024];
+        scratch_copy("trn1");
+        make_fifo(SYSFS_VERSION_FILE);
+        make_fifo(DEV "neuron3/info/architecture/device_name");
+        make_fifo(DEV "neuron3/info/serial_number");
+        make_fifo(DEV "neuron3/neuron_core0/info/architecture/arch_type");
+        make_fifo(DEV "neuron3/neuron_core1/stats/tensor_engine/pe_cntrs");
+        /* A counter that reads as an endless stream of zeros. */
+        snprintf(path, sizeof(path), "%s/%sstats/hardware/sram_ecc_uncorrected", root, n3);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("/dev/zero", path), 0);
+
+        /* Each of these would block open() or read() for ever: refused,
+         * they cost no time. A hang is killed by the alarm, a failure. */
+        alarm(10);
+        struct collector *c = open_root(root);
+        const struct inventory *inv = &c->inv;
+        assert_string_equal(inv->driver_version, "");
+        assert_string_equal(inv->devices[1].name, "");
+        assert_string_equal(inv->devices[1].serial, "");
+        assert_string_equal(inv->devices[1].core_arch, "");
+        assert_string_equal(inv->devices[1].arch, "NDv2");
+        long busy = find(c, METRIC_CORE_UTILIZATION, "3", "3", NULL);
+        long ecc = find(c, METRIC_DEVICE_ECC_EVENTS, "3", "sram_ecc_uncorrected", NULL);
+        long mem = find(c, METRIC_CORE_MEMORY_USED, "3", "3", NULL);
+        for (int i = 0; i < 2; i++) {
+                struct tick t = tick(c);
+                assert_true(t.ret > 0);
+                assert_absent(&t, busy);
+                assert_absent(&t, ecc);
+                assert_true(t.valid[mem]);
+                tick_free(&t);
+        }
+        /* A reader that holds the FIFO open changes nothing. */
+        snprintf(target, sizeof(target), "%s/%sneuron_core1/stats/tensor_engine/pe_cntrs", root, n3);
+        int fd = open(target, O_RDWR | O_NONBLOCK);
+        assert_true(fd >= 0);
+        struct tick t = tick(c);
+        assert_absent(&t, busy);
+        assert_non_null(strstr(c->reason, "Invalid argument"));
+        tick_free(&t);
+        close(fd);
+        collector_close(c);
+        alarm(0);
+}
+
 static void sysfs_read__device_vanishes__down_then_back(void **state) {
         char from[1024], to[1024];
         scratch_copy("trn1");
@@ -380,10 +450,12 @@ int main(void) {
                 cmocka_unit_test(sysfs_open__inf1_tree__no_v2_series),
                 cmocka_unit_test_teardown(sysfs_open__unknown_chip__capacity_absent, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_open__no_devices__enodev, scratch_teardown),
+                cmocka_unit_test(sysfs_open__missing_root__einval),
                 cmocka_unit_test(sysfs_probe__fixture__usable),
                 cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__damaged_files__series_absent_then_recover, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__device_vanishes__down_then_back, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_open__fifos_and_devices__absent_without_blocking, scratch_teardown),
                 cmocka_unit_test(sysfs_capacity_for__catalog__bytes_or_enoent),
                 cmocka_unit_test(collector_open_spec__auto_without_driver__model_with_reason),
         };
