@@ -183,10 +183,10 @@ int loop_tick(struct loop *l) {
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
 
-        /* Rollups are the slow part of a tick on a large host: say when. */
+        /* Compacting an hour is the slow part of a tick on a large host: say when. */
         bool rollup = store_rollup_due(l->store, snap->timestamp_ms);
         if (rollup)
-                log_debug("tick %llu: rollup of the minutes that ended started", (unsigned long long) snap->tick);
+                log_debug("tick %llu: rollup of an hour that ended started", (unsigned long long) snap->tick);
         int64_t store_ns = clock_ns(CLOCK_MONOTONIC);
         int r = store_append(l->store, snap->timestamp_ms, snap->values, snap->valid, snap->n);
         if (rollup)

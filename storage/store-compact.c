@@ -31,9 +31,8 @@ static const char *const compact_sql[ST__COUNT] = {
                     "ORDER BY start_ts",
         [ST_HEAD_DELETE] = "DELETE FROM head WHERE rowid = ?1",
         [ST_CHUNK] = "SELECT data FROM chunks WHERE series_id = ?1 AND hour = ?2",
-        [ST_CHUNK_PUT] = "INSERT OR REPLACE INTO chunks(series_id, hour, data) VALUES (?1, ?2, ?3)",
-        [ST_MINUTES_PUT] = "INSERT OR REPLACE INTO rollup_1m(key, series_id, hour, data) "
-                           "VALUES (" STORE_MINUTES_KEY("?1", "?2") ", ?1, ?2, ?3)",
+        [ST_CHUNK_PUT] = STORE_PUT_CHUNK,
+        [ST_MINUTES_PUT] = STORE_PUT_MINUTES,
         [ST_HOUR_PUT] = "INSERT OR REPLACE INTO rollup_1h(series_id, ts, min, max, sum, count, last) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         [ST_MINUTES_DELETE] = "DELETE FROM rollup_1m WHERE key = " STORE_MINUTES_KEY("?1", "?2"),
@@ -133,19 +132,31 @@ int store_sort_samples(int64_t *ts, double *v, size_t *n) {
         return 0;
 }
 
-static int put_blob(sqlite3_stmt *st, int64_t id, int64_t hour, const uint8_t *data, size_t size) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, hour);
-        sqlite3_bind_blob(st, 3, data, (int) size, SQLITE_STATIC);
-        int r = sql_step_done(st);
-        sqlite3_clear_bindings(st);
-        return r;
-}
-
 static int delete_key(sqlite3_stmt *st, int64_t id, int64_t hour) {
         sqlite3_bind_int64(st, 1, id);
         sqlite3_bind_int64(st, 2, hour);
         return sql_step_done(st);
+}
+
+int store_put_minutes(sqlite3_stmt *st, int64_t series_id, int64_t hour, const int64_t *ts,
+                      const struct rollup_cell *cells, size_t n) {
+        uint8_t *data = NULL;
+        size_t size = 0;
+        int64_t count = 0;
+        for (size_t i = 0; i < n; i++)
+                count += cells[i].count;
+        int r = rollup_encode(ts, cells, n, &data, &size);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, series_id);
+        sqlite3_bind_int64(st, 2, hour);
+        sqlite3_bind_blob(st, 3, data, (int) size, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (int64_t) n);
+        sqlite3_bind_int64(st, 5, count);
+        r = sql_step_done(st);
+        sqlite3_clear_bindings(st);
+        free(data);
+        return r;
 }
 
 /* The rollups of the hour from its samples: a cell per minute that has
@@ -175,12 +186,7 @@ static int write_rollups(struct compactor *c, int64_t id, bool gauge, int64_t ho
                 r = delete_key(c->st[ST_MINUTES_DELETE], id, hour);
                 return r < 0 ? r : delete_key(c->st[ST_HOUR_DELETE], id, hour);
         }
-        uint8_t *data = NULL;
-        size_t size = 0;
-        r = rollup_encode(minutes, cells, n, &data, &size);
-        if (r == 0)
-                r = put_blob(c->st[ST_MINUTES_PUT], id, hour, data, size);
-        free(data);
+        r = store_put_minutes(c->st[ST_MINUTES_PUT], id, hour, minutes, cells, n);
         if (r < 0)
                 return r;
         if (gauge)
@@ -237,7 +243,7 @@ static int compact_series(struct compactor *c, int64_t id, bool gauge, int64_t h
         if (r == 0 && c->n > 0)
                 r = chunk_encode(c->ts, (const double *const[]){ c->v }, 1, c->n, &data, &size);
         if (r == 0 && c->n > 0)
-                r = put_blob(c->st[ST_CHUNK_PUT], id, hour, data, size);
+                r = store_put_chunk(c->st[ST_CHUNK_PUT], id, hour, data, size, c->ts[0], c->ts[c->n - 1], c->n);
         free(data);
         for (size_t i = 0; i < c->n_rowids && r == 0; i++) {
                 sqlite3_bind_int64(c->st[ST_HEAD_DELETE], 1, c->rowids[i]);

@@ -50,12 +50,8 @@ static int write_series(struct store *s, sqlite3_stmt *put, struct series_sample
                         uint8_t *data = NULL;
                         size_t size = 0;
                         r = chunk_encode(b->ts + at, (const double *const[]){ b->v + at }, 1, end - at, &data, &size);
-                        if (r == 0) {
-                                sqlite3_bind_int64(put, 1, b->id);
-                                sqlite3_bind_int64(put, 2, hour);
-                                sqlite3_bind_blob(put, 3, data, (int) size, SQLITE_STATIC);
-                                r = sql_step_done(put);
-                        }
+                        if (r == 0)
+                                r = store_put_chunk(put, b->id, hour, data, size, b->ts[at], b->ts[end - 1], end - at);
                         free(data);
                 }
                 at = end;
@@ -108,8 +104,7 @@ static int migrate_raw_2(struct store *s, int64_t pending_from) {
 
         r = sql_prepare(s->db, "SELECT series_id, data FROM chunks_2 ORDER BY series_id, start_ts", &sel);
         if (r == 0)
-                r = sql_prepare(s->db, "INSERT OR REPLACE INTO chunks(series_id, hour, data) VALUES (?1, ?2, ?3)",
-                                &put);
+                r = sql_prepare(s->db, STORE_PUT_CHUNK, &put);
         while (r == 0) {
                 rc = sqlite3_step(sel);
                 int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 0) : -1;
@@ -155,26 +150,14 @@ static int migrate_minutes_2(struct store *s) {
                         "ORDER BY series_id, ts",
                         &sel);
         if (r == 0)
-                r = sql_prepare(s->db,
-                                "INSERT OR REPLACE INTO rollup_1m(key, series_id, hour, data) "
-                                "VALUES (" STORE_MINUTES_KEY("?1", "?2") ", ?1, ?2, ?3)",
-                                &put);
+                r = sql_prepare(s->db, STORE_PUT_MINUTES, &put);
         while (r == 0) {
                 rc = sqlite3_step(sel);
                 bool row = rc == SQLITE_ROW;
                 int64_t row_id = row ? sqlite3_column_int64(sel, 0) : -1;
                 int64_t row_ts = row ? sqlite3_column_int64(sel, 1) : 0;
                 if (n > 0 && (!row || row_id != id || store_hour_of(row_ts) != hour)) {
-                        uint8_t *data = NULL;
-                        size_t size = 0;
-                        r = rollup_encode(ts, cells, n, &data, &size);
-                        if (r == 0) {
-                                sqlite3_bind_int64(put, 1, id);
-                                sqlite3_bind_int64(put, 2, hour);
-                                sqlite3_bind_blob(put, 3, data, (int) size, SQLITE_STATIC);
-                                r = sql_step_done(put);
-                        }
-                        free(data);
+                        r = store_put_minutes(put, id, hour, ts, cells, n);
                         n = 0;
                 }
                 if (!row) {

@@ -26,11 +26,16 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "CREATE TABLE IF NOT EXISTS chunks ("
                                  "  series_id INTEGER NOT NULL,"
                                  "  hour INTEGER NOT NULL,"
+                                 "  start_ts INTEGER NOT NULL,"
+                                 "  end_ts INTEGER NOT NULL,"
+                                 "  count INTEGER NOT NULL,"
                                  "  data BLOB NOT NULL,"
                                  "  UNIQUE (series_id, hour));"
                                  "CREATE TABLE IF NOT EXISTS head ("
                                  "  series_id INTEGER NOT NULL,"
                                  "  start_ts INTEGER NOT NULL,"
+                                 "  end_ts INTEGER NOT NULL,"
+                                 "  count INTEGER NOT NULL,"
                                  "  data BLOB NOT NULL,"
                                  "  UNIQUE (series_id, start_ts));"
                                  "CREATE TABLE IF NOT EXISTS pending ("
@@ -42,6 +47,8 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  key INTEGER PRIMARY KEY,"
                                  "  series_id INTEGER NOT NULL,"
                                  "  hour INTEGER NOT NULL,"
+                                 "  minutes INTEGER NOT NULL,"
+                                 "  count INTEGER NOT NULL,"
                                  "  data BLOB NOT NULL);"
                                  "CREATE TABLE IF NOT EXISTS rollup_1h ("
                                  "  series_id INTEGER NOT NULL,"
@@ -55,8 +62,7 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
 int store_prepare_writers(struct store *s) {
         int r = sql_prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
-                r = sql_prepare(s->db, "INSERT OR REPLACE INTO head(series_id, start_ts, data) VALUES (?1, ?2, ?3)",
-                                &s->st_head);
+                r = sql_prepare(s->db, STORE_PUT_HEAD, &s->st_head);
         if (r == 0)
                 r = sql_prepare(s->db, "INSERT OR IGNORE INTO pending(hour) VALUES (?1)", &s->st_pending);
         return r;

@@ -8,6 +8,19 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
+int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
+                    int64_t last, size_t count) {
+        sqlite3_bind_int64(st, 1, series_id);
+        sqlite3_bind_int64(st, 2, key);
+        sqlite3_bind_blob(st, 3, data, (int) size, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, first);
+        sqlite3_bind_int64(st, 5, last);
+        sqlite3_bind_int64(st, 6, (int64_t) count);
+        int r = sql_step_done(st);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
 /* Writes samples of one series as head chunks: split at chunk span
  * boundaries (so that no chunk crosses an hour) and at CHUNK_TICKS_MAX
  * samples. Each chunk's hour becomes pending: its rollups are due. */
@@ -23,11 +36,7 @@ int store_write_head(struct store *s, int64_t series_id, const int64_t *ts, cons
                 int r = chunk_encode(ts + at, (const double *const[]){ v + at }, 1, end - at, &data, &size);
                 if (r < 0)
                         return r;
-                sqlite3_bind_int64(s->st_head, 1, series_id);
-                sqlite3_bind_int64(s->st_head, 2, ts[at]);
-                sqlite3_bind_blob(s->st_head, 3, data, (int) size, SQLITE_STATIC);
-                r = sql_step_done(s->st_head);
-                sqlite3_clear_bindings(s->st_head);
+                r = store_put_chunk(s->st_head, series_id, ts[at], data, size, ts[at], ts[end - 1], end - at);
                 free(data);
                 if (r == 0) {
                         sqlite3_bind_int64(s->st_pending, 1, store_hour_of(ts[at]));
