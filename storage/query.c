@@ -609,6 +609,10 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
         if (r == 0 && n > 0)
                 r = reader_open(&rd, first - (q->rate ? tier_res[rd.tier] : 0), q->end_ms, ids[0], ids[n - 1]);
         for (size_t i = 0; i < n && r == 0; i++) {
+                if (q->cancelled && q->cancelled(q->cancel_cls)) {
+                        r = -ECANCELED;
+                        break;
+                }
                 struct history_series *out = &res->series[res->n_series];
                 *out = (struct history_series){ .desc = list[i] };
                 r = read_points(&rd, ids[i], cells, n_buckets, out);

@@ -7,7 +7,8 @@
 #include "web/expo.h"
 
 const char *const expo_http_codes[EXPO_HTTP_CODES] = {
-        "200", "204", "304", "400", "401", "403", "404", "405", "406", "414", "431", "500", "503", "other",
+        "200", "204", "304", "400", "401", "403", "404", "405",   "406",
+        "414", "421", "422", "431", "500", "501", "503", "other",
 };
 
 struct expo_family {
@@ -41,12 +42,20 @@ void expo_escape_label_value(struct buf *out, const char *value) {
         const char *run = value;
         for (const char *p = value;; p++) {
                 const char *esc = *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : NULL;
-                if (!esc && *p)
+                /* A label value that is not UTF-8 makes Prometheus refuse the
+                 * whole scrape: such a byte goes out as U+FFFD. */
+                size_t len = (unsigned char) *p < 0x80 ? 1 : utf8_char_length(p);
+                if (len == 0)
+                        esc = "\xef\xbf\xbd";
+                if (!esc && *p) {
+                        p += len - 1;
                         continue;
-                buf_append(out, run, (size_t) (p - run));
+                }
+                if (p > run)
+                        buf_append(out, run, (size_t) (p - run));
                 if (!*p)
                         break;
-                buf_append(out, esc, 2);
+                buf_puts(out, esc);
                 run = p + 1;
         }
 }
@@ -260,7 +269,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
 }
 
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out) {
+/* The series, which depend only on the snapshot. */
+static void render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,
+                          struct buf *out) {
         int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
 
         if (!snap || snap->n != e->n_series)
@@ -282,16 +293,11 @@ void expo_render_series(const struct expo *e, const struct snapshot *snap, enum 
         }
 }
 
-void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
-                      struct buf *out) {
+void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
+                 enum accept_format format, struct buf *out) {
+        render_series(e, snap, format, out);
         buf_reserve(out, 4096);
         render_self(snap, self, format, out);
         if (format == ACCEPT_OPENMETRICS)
                 buf_puts(out, "# EOF\n");
-}
-
-void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
-                 enum accept_format format, struct buf *out) {
-        expo_render_series(e, snap, format, out);
-        expo_render_self(snap, self, format, out);
 }

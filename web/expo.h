@@ -23,7 +23,7 @@
 
 /* The status codes neurond_http_requests_total counts, in label order;
  * any other code is counted as the last entry, "other". */
-#define EXPO_HTTP_CODES 14
+#define EXPO_HTTP_CODES 17
 extern const char *const expo_http_codes[EXPO_HTTP_CODES];
 /* Index into expo_http_codes for a status code. */
 size_t expo_http_code_index(unsigned status);
@@ -54,14 +54,6 @@ void expo_free(struct expo *e); /* NULL-safe */
  * neurond_collector_up says 0). OpenMetrics output ends with "# EOF". */
 void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
                  enum accept_format format, struct buf *out);
-
-/* The two halves of expo_render(): the series, which depend only on the
- * snapshot (so a server may render them once per tick and reuse them),
- * and neurond's own metrics plus the OpenMetrics "# EOF", which change with
- * every request. */
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out);
-void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
-                      struct buf *out);
 
 /* Appends a label value escaped for both formats (\\, \" and \n). */
 void expo_escape_label_value(struct buf *out, const char *value);

@@ -87,26 +87,37 @@ static bool compress_body(struct MHD_Connection *conn, struct web_reply *reply) 
         return true;
 }
 
-enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
-        struct MHD_Response *resp = reply->response;
+bool reply_prepare(struct MHD_Connection *conn, struct web_reply *reply) {
+        if (reply->response)
+                return true;
+        if (reply->body.failed)
+                reply_error(reply, 500, "internal", "out of memory");
+        bool gzipped = compress_body(conn, reply);
+        struct MHD_Response *resp = body_response(reply);
+        if (!resp)
+                return false;
+        if (reply->allow[0])
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
+        if (gzipped)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        reply->response = resp;
+        return true;
+}
 
-        if (!resp) {
-                if (reply->body.failed)
-                        reply_error(reply, 500, "internal", "out of memory");
-                bool gzipped = compress_body(conn, reply);
-                resp = body_response(reply);
-                if (!resp)
-                        return MHD_NO;
-                if (reply->allow[0])
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
-                if (gzipped)
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        }
+void reply_free(struct web_reply *reply) {
+        if (reply->release)
+                reply->release(reply->release_cls);
+        else if (reply->response)
+                MHD_destroy_response(reply->response);
         reply->response = NULL;
+        reply->release = NULL;
         buf_free(&reply->body);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, reply->content_type);
+}
+
+void reply_common_headers(struct MHD_Response *resp, const struct web_context *ctx, const char *content_type) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
         MHD_add_response_header(resp, "Content-Security-Policy", CSP);
         MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
@@ -114,9 +125,33 @@ enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context
                 MHD_add_response_header(resp, "Access-Control-Allow-Origin", ctx->cors_origin);
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
         }
+}
+
+static void count_status(const struct web_context *ctx, unsigned status) {
         if (ctx->http_requests)
-                atomic_fetch_add_explicit(&ctx->http_requests[expo_http_code_index(reply->status)], 1,
-                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(&ctx->http_requests[expo_http_code_index(status)], 1, memory_order_relaxed);
+}
+
+enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
+        if (reply->release) {
+                /* Shared: libmicrohttpd takes its own reference when queueing. */
+                count_status(ctx, reply->status);
+                enum MHD_Result ret = MHD_queue_response(conn, reply->status, reply->response);
+                reply_free(reply);
+                return ret;
+        }
+        if (!reply_prepare(conn, reply))
+                return MHD_NO;
+        count_status(ctx, reply->status);
+        struct MHD_Response *resp = reply->response;
+        reply->response = NULL;
+        buf_free(&reply->body);
+        reply_common_headers(resp, ctx, reply->content_type);
+        if (reply->retry_after_s) {
+                char seconds[16];
+                snprintf(seconds, sizeof(seconds), "%u", reply->retry_after_s);
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
+        }
         enum MHD_Result ret = MHD_queue_response(conn, reply->status, resp);
         MHD_destroy_response(resp);
         return ret;
