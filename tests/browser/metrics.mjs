@@ -10,7 +10,7 @@ let daemon = null;
 let ctx = null;
 
 async function main() {
-  daemon = await startDaemon({ backend: 'model:trn2.48xlarge,scenario=training', db: join(work, 'm.db') });
+  daemon = await startDaemon({ backend: 'model:trn1.32xlarge,scenario=training', db: join(work, 'm.db') });
   ctx = await launch(join(work, 'profile'));
   const page = await ctx.newPage();
   // A navigation, as a person opens the page: Chromium's own Accept, so text.
