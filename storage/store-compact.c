@@ -90,6 +90,19 @@ static int add_chunk(struct compactor *c, const uint8_t *data, size_t size, bool
         return 0;
 }
 
+int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
+                    int64_t last, size_t count) {
+        sqlite3_bind_int64(st, 1, series_id);
+        sqlite3_bind_int64(st, 2, key);
+        sqlite3_bind_blob(st, 3, data, (int) size, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, first);
+        sqlite3_bind_int64(st, 5, last);
+        sqlite3_bind_int64(st, 6, (int64_t) count);
+        int r = sql_step_done(st);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
 struct stamped {
         int64_t ts;
         size_t at;

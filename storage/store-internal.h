@@ -150,18 +150,6 @@ int store_migrate_from_2(struct store *s);
 
 /* ---- store-write.c ---- */
 
-/* Statements that store_put_chunk() binds: a raw chunk row. */
-#define STORE_PUT_CHUNK                                                                                                \
-        "INSERT OR REPLACE INTO chunks(series_id, hour, data, start_ts, end_ts, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-#define STORE_PUT_HEAD                                                                                                 \
-        "INSERT OR REPLACE INTO head(series_id, start_ts, data, end_ts, count) VALUES (?1, ?2, ?3, ?5, ?6)"
-
-/* Binds and runs one of those: the series, the row's key (the hour, or
- * the first sample's time), the encoded samples, their first and last
- * times and their number. */
-int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
-                    int64_t last, size_t count);
-
 /* Writes samples (ts ascending) of one series as head chunks, split at
  * chunk span boundaries and at CHUNK_TICKS_MAX samples, and marks their
  * hours pending. */
@@ -179,6 +167,18 @@ int store_write_series(struct store *s, struct tickbuf *b);
 int store_sync_ticks(struct store *s);
 
 /* ---- store-compact.c ---- */
+
+/* Statements that store_put_chunk() binds: a raw chunk row. */
+#define STORE_PUT_CHUNK                                                                                                \
+        "INSERT OR REPLACE INTO chunks(series_id, hour, data, start_ts, end_ts, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+#define STORE_PUT_HEAD                                                                                                 \
+        "INSERT OR REPLACE INTO head(series_id, start_ts, data, end_ts, count) VALUES (?1, ?2, ?3, ?5, ?6)"
+
+/* Binds and runs one of those: the series, the row's key (the hour, or
+ * the first sample's time), the encoded samples, their first and last
+ * times and their number. */
+int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
+                    int64_t last, size_t count);
 
 /* Writes one hour's minute rollups (n non-empty cells starting at ts[])
  * as a row of rollup_1m with STORE_PUT_MINUTES. */

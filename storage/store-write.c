@@ -8,19 +8,6 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
-                    int64_t last, size_t count) {
-        sqlite3_bind_int64(st, 1, series_id);
-        sqlite3_bind_int64(st, 2, key);
-        sqlite3_bind_blob(st, 3, data, (int) size, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, first);
-        sqlite3_bind_int64(st, 5, last);
-        sqlite3_bind_int64(st, 6, (int64_t) count);
-        int r = sql_step_done(st);
-        sqlite3_clear_bindings(st);
-        return r;
-}
-
 /* Writes samples of one series as head chunks: split at chunk span
  * boundaries (so that no chunk crosses an hour) and at CHUNK_TICKS_MAX
  * samples. Each chunk's hour becomes pending: its rollups are due. */
