@@ -13,12 +13,15 @@
 
 #include "collectors/collector.h"
 #include "collectors/host.h"
+#include "collectors/imds.h"
 #include "collectors/model.h"
 #include "daemon/loop.h"
 #include "daemon/notify.h"
 #include "daemon/settings.h"
+#include "kube/podwatch.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "storage/store.h"
 #include "web/api.h"
@@ -44,7 +47,10 @@ struct daemon {
         struct store *store;
         struct collector *polled[2]; /* backend and host, as the loop borrows them */
         struct loop loop;
-        struct expo *expo;
+        struct pod_slot pods;   /* initialised before any step */
+        struct pod_core *cores; /* the host's cores, for pod attribution */
+        size_t n_cores;
+        struct podwatch *podwatch; /* NULL when pod_labels is off */
         atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         struct web_context web;
         struct http_server *http;
@@ -152,6 +158,28 @@ static int open_host(struct daemon *d) {
         return 0;
 }
 
+/* Who the instance is: the model makes its instance up; for a backend
+ * that does not know, the EC2 instance metadata service says, once. Off
+ * EC2 (or with the service unreachable) instance_info is absent and the
+ * daemon runs on. */
+#define INSTANCE_METADATA_TIMEOUT_MS 1000
+static int open_identity(struct daemon *d) {
+        struct instance_identity *id = &d->backend->inv.identity;
+        const struct settings_address *a = &d->settings.instance_metadata;
+
+        if (id->instance_id[0])
+                return 0;
+        int r = imds_fetch((const struct sockaddr *) &a->addr, a->len, INSTANCE_METADATA_TIMEOUT_MS, id);
+        if (r < 0) {
+                snprintf(id->error, sizeof(id->error), "instance metadata at %s: %s", a->text, strerror(-r));
+                log_warning("%s; instance_info and the instance labels are absent", id->error);
+                return 0;
+        }
+        log_info("instance %s (%s) in %s, from the instance metadata at %s%s%s", id->instance_id, id->instance_type,
+                 id->availability_zone, a->text, id->error[0] ? "; incomplete: " : "", id->error);
+        return 0;
+}
+
 /* Signals are taken through a signalfd by the loop; they are blocked before
  * any thread starts so that every thread inherits the mask. */
 static int open_signals(struct daemon *d) {
@@ -243,10 +271,53 @@ static int open_loop(struct daemon *d) {
         return 0;
 }
 
-static int open_expo(struct daemon *d) {
-        int r = expo_new(d->loop.series, d->loop.n_series, &d->expo);
+/* Logs what changed in the kubelet's answers: whether it answers (when
+ * that changes, or the error does), and IDs that name no core or device. */
+static void pods_refreshed(const struct pod_map *previous, const struct pod_map *current, void *userdata) {
+        const struct daemon *d = userdata;
+        const char *socket = d->settings.pod_resources_socket;
+
+        if (!previous || previous->error != current->error) {
+                if (current->error == 0)
+                        log_info("pod-resources: the kubelet at %s answers; %zu containers hold Neuron cores or "
+                                 "devices",
+                                 socket, current->n_holders);
+                else if (current->error == -ENOENT)
+                        log_info("pod-resources: no kubelet socket at %s; series carry no pod labels while it is "
+                                 "missing",
+                                 socket);
+                else
+                        log_warning("pod-resources: %s; series carry no pod labels until the kubelet answers",
+                                    current->error_text);
+        } else if (current->error == 0 && previous->n_holders != current->n_holders) {
+                log_debug("pod-resources: %zu containers hold Neuron cores or devices", current->n_holders);
+        }
+        if (current->bad_ids > 0 && (!previous || previous->bad_ids == 0))
+                log_warning("pod-resources: %zu device IDs of Neuron resources are not core or device indexes; "
+                            "they are not attributed",
+                            current->bad_ids);
+}
+
+static int open_pods(struct daemon *d) {
+        const struct settings *s = &d->settings;
+
+        if (!s->pod_labels)
+                return 0;
+        int r = pod_cores_from_series(d->loop.series, d->loop.n_series, &d->cores, &d->n_cores);
+        if (r >= 0) {
+                struct podwatch_options o = {
+                        .socket_path = s->pod_resources_socket,
+                        .interval_ms = s->pod_resources_interval_ms,
+                        .cores = d->cores,
+                        .n_cores = d->n_cores,
+                        .slot = &d->pods,
+                        .refreshed = pods_refreshed,
+                        .userdata = d,
+                };
+                r = podwatch_start(&o, &d->podwatch);
+        }
         if (r < 0) {
-                log_error("preparing /metrics: %s", strerror(-r));
+                log_error("starting pod attribution: %s", strerror(-r));
                 return EXIT_FAILURE;
         }
         return 0;
@@ -261,9 +332,7 @@ static void fill_web_context(struct daemon *d) {
         d->web = (struct web_context){
                 .web_root = s->web_root,
                 .inv = inv,
-                .series = d->loop.series,
-                .n_series = d->loop.n_series,
-                .expo = d->expo,
+                .instance_labels = s->instance_labels,
                 .self = {
                         .version = PACKAGE_VERSION,
                         .backend = inv->backend,
@@ -274,8 +343,11 @@ static void fill_web_context(struct daemon *d) {
                         .store_errors = &d->loop.store_errors,
                         .http_requests = d->http_requests,
                         .history = &d->web.history,
+                        .process = true,
                 },
                 .latest = &d->latest,
+                .pods = d->podwatch ? &d->pods : NULL,
+                .pod_resources_socket = s->pod_resources_socket,
                 .history = { &store_history_ops, d->store },
                 .interval_ms = s->interval_ms,
                 .time_scale = d->loop.time_scale,
@@ -338,7 +410,7 @@ static int open_http(struct daemon *d) {
 static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files };
 /* The rest of the daemon. */
 static int (*const run_steps[])(struct daemon *d) = {
-        refuse_root, open_host, open_signals, open_store, open_loop, open_expo, open_http,
+        refuse_root, open_host, open_identity, open_signals, open_store, open_loop, open_pods, open_http,
 };
 
 static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), size_t n) {
@@ -350,7 +422,8 @@ static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), s
 
 static void daemon_close(struct daemon *d) {
         http_stop(d->http);
-        expo_free(d->expo);
+        podwatch_stop(d->podwatch);
+        free(d->cores);
         loop_done(&d->loop);
         store_close(d->store);
         if (d->signal_fd >= 0)
@@ -360,6 +433,7 @@ static void daemon_close(struct daemon *d) {
         http_free_pem(d->tls_cert);
         auth_free(d->auth);
         collector_close(d->backend);
+        pod_slot_destroy(&d->pods);
         snapshot_slot_destroy(&d->latest);
 }
 
@@ -440,6 +514,7 @@ int main(int argc, char **argv) {
         d.argv = argv;
         log_init(d.settings.log_level);
         snapshot_slot_init(&d.latest);
+        pod_slot_init(&d.pods);
 
         int status = open_steps(&d, config_steps, ELEMENTS(config_steps));
         if (status == 0 && action == SETTINGS_CHECK_CONFIG) {

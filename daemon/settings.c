@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collectors/imds.h"
 #include "daemon/settings.h"
 #include "lib/file.h"
 #include "lib/parse.h"
@@ -55,7 +56,7 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_TEXT,
                 FIELD(backend),
                 .default_text = "auto",
-                .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>], sysfs[:<root>] (<root> is "
+                .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], sysfs[:<root>][,lnc=1|2] (<root> is "
                         "where sysfs is mounted, default /sys), or auto: sysfs when the driver is present, else the "
                         "model",
         },
@@ -99,6 +100,53 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_BOOL,
                 FIELD(admin),
                 .help = "serve the model's fault endpoint /api/v1/admin/faults to loopback clients",
+        },
+        {
+                .key = "instance_labels",
+                .flag = "instance-labels",
+                .arg = "BOOL",
+                .kind = SETTINGS_BOOL,
+                FIELD(instance_labels),
+                .help = "put the instance labels (instance_id, instance_type, availability_zone, region, subnet_id, "
+                        "instance_name) on every series of /metrics, as AWS's neuron-monitor exporter does",
+        },
+        {
+                .key = "instance_metadata",
+                .flag = "instance-metadata",
+                .arg = "ADDR:PORT",
+                .kind = SETTINGS_LISTEN,
+                FIELD(instance_metadata),
+                .default_text = IMDS_DEFAULT_ADDRESS,
+                .help = "the EC2 instance metadata service, asked once at start who the instance is (not for the "
+                        "model, which makes up its instance)",
+        },
+        {
+                .key = "pod_labels",
+                .arg = "BOOL",
+                .kind = SETTINGS_BOOL,
+                FIELD(pod_labels),
+                .default_value = 1,
+                .help = "label NeuronCore and device series with the Kubernetes pod, namespace and container that "
+                        "hold them, from the kubelet's pod-resources API",
+        },
+        {
+                .key = "pod_resources_socket",
+                .flag = "pod-resources-socket",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                FIELD(pod_resources_socket),
+                .default_text = SETTINGS_DEFAULT_POD_RESOURCES_SOCKET,
+                .help = "the kubelet's pod-resources socket; while it is missing, series carry no pod labels",
+        },
+        {
+                .key = "pod_resources_interval",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                FIELD(pod_resources_interval_ms),
+                .min = SETTINGS_INTERVAL_MIN_MS,
+                .max = SETTINGS_INTERVAL_MAX_MS,
+                .default_value = SETTINGS_DEFAULT_POD_RESOURCES_INTERVAL_MS,
+                .help = "time between two questions to the kubelet; each may take this long, at most 5s",
         },
         {
                 .key = "retention_raw",

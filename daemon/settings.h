@@ -23,6 +23,8 @@
 #define SETTINGS_DEFAULT_INTERVAL_MS 1000
 #define SETTINGS_INTERVAL_MIN_MS 100
 #define SETTINGS_INTERVAL_MAX_MS (3600 * 1000)
+#define SETTINGS_DEFAULT_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
+#define SETTINGS_DEFAULT_POD_RESOURCES_INTERVAL_MS 10000
 
 enum settings_action {
         SETTINGS_RUN,
@@ -46,8 +48,10 @@ struct settings {
         int64_t interval_ms;
         char web_root[PATH_MAX];
         enum log_level log_level;
-        bool admin;      /* serve /api/v1/admin/ to loopback clients */
-        bool allow_root; /* --allow-root: run even with euid 0 */
+        bool admin;                                /* serve /api/v1/admin/ to loopback clients */
+        bool instance_labels;                      /* the instance labels on every series of /metrics */
+        struct settings_address instance_metadata; /* the EC2 instance metadata service */
+        bool allow_root;                           /* --allow-root: run even with euid 0 */
 
         /* HTTP security and limits; "" is off. */
         char tls_cert[PATH_MAX]; /* PEM certificate chain; with tls_key, HTTPS */
@@ -65,6 +69,11 @@ struct settings {
         uint64_t max_queries; /* range and series queries running or answering at once */
         uint64_t max_query_series;
         uint64_t max_query_points;
+
+        /* Pod attribution from the kubelet's pod-resources API. */
+        bool pod_labels;
+        char pod_resources_socket[PATH_MAX];
+        int64_t pod_resources_interval_ms;
 
         /* Storage: age limits per tier and a size cap (0: no cap). */
         int64_t retention_raw_ms;

@@ -59,6 +59,19 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  key TEXT PRIMARY KEY,"
                                  "  value INTEGER NOT NULL);";
 
+/* Series that earlier neurond versions wrote under a label the ecosystem
+ * spells otherwise: hardware_ecc_events_total named its device label
+ * neuron_device, AWS's exporter says neuron_device_index. The rows are
+ * renamed in place, as the upsert of store-write.c writes them now, so the
+ * history continues in one series. A row whose new spelling exists already
+ * (a newer neurond ran, then an older one) is left as it is. Runs at every
+ * open; it finds nothing to do after the first. */
+static const char rename_labels_sql[] =
+        "UPDATE OR IGNORE series SET labels = json_object('neuron_device_index', "
+        "json_extract(labels, '$.neuron_device'), 'event_type', json_extract(labels, '$.event_type')) "
+        "WHERE metric = 'hardware_ecc_events_total' AND json_type(labels, '$.neuron_device') IS NOT NULL "
+        "AND json_type(labels, '$.event_type') IS NOT NULL";
+
 int store_prepare_writers(struct store *s) {
         int r = sql_prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
@@ -99,6 +112,8 @@ int store_schema_setup(struct store *s) {
                 r = store_migrate_from_1(s);
         if (r == 0 && version == 2)
                 r = store_migrate_from_2(s);
+        if (r == 0)
+                r = sql_exec(s->db, rename_labels_sql);
         snprintf(set_version, sizeof(set_version), "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
         if (r == 0 && version < STORE_SCHEMA_VERSION)
                 r = sql_exec(s->db, set_version);

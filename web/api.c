@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,15 +50,26 @@ static void json_sample(struct buf *b, int64_t ms, double v) {
         buf_puts(b, "]");
 }
 
-static void json_series_labels(struct buf *b, const struct series_desc *d) {
+/* The labels as Prometheus writes them: an empty value is no label; with
+ * the pod, namespace and container of holder when it is not NULL (a
+ * current value of a held core or device). */
+static void json_series_labels(struct buf *b, const struct series_desc *d, const struct pod_holder *holder) {
         const struct metric_desc *m = &metric_table[d->metric];
         buf_puts(b, "{\"__name__\":");
         json_string(b, m->name);
         for (size_t l = 0; l < metric_label_count(m); l++) {
+                if (!d->label_values[l][0])
+                        continue;
                 buf_puts(b, ",");
                 json_string(b, m->labels[l]);
                 buf_puts(b, ":");
                 json_string(b, d->label_values[l]);
+        }
+        for (size_t l = 0; holder && l < POD_LABELS; l++) {
+                buf_puts(b, ",");
+                json_string(b, pod_label_names[l]);
+                buf_puts(b, ":");
+                json_string(b, pod_holder_label(holder, l));
         }
         buf_puts(b, "}");
 }
@@ -113,15 +125,30 @@ static bool series_has_label(const struct series_desc *d, const char *name, cons
         return idx >= 0 && strcmp(d->label_values[idx], value) == 0;
 }
 
+/* Whether the series belongs to device `index`: its neuron_device label,
+ * or neuron_device_index where the ecosystem spells it so. */
+static bool series_on_device(const struct series_desc *d, const char *index) {
+        return series_has_label(d, "neuron_device", index) || series_has_label(d, "neuron_device_index", index);
+}
+
+/* series_has_label(), or for a pod label, holder's value of it. */
+static bool value_has_label(const struct series_desc *d, const struct pod_holder *holder, const char *name,
+                            const char *value) {
+        int idx = pod_label_index(name);
+        if (idx < 0)
+                return series_has_label(d, name, value);
+        return holder && strcmp(pod_holder_label(holder, (size_t) idx), value) == 0;
+}
+
 /* The metric families the backend reports for a device: what the driver or
  * model does not expose has no series, so it is absent here too. */
-static void json_device_metrics(struct buf *b, const struct web_context *ctx, unsigned index) {
+static void json_device_metrics(struct buf *b, const struct series_set *set, unsigned index) {
         char idx[16];
         bool seen[METRIC__COUNT] = { false };
         snprintf(idx, sizeof(idx), "%u", index);
-        for (size_t i = 0; i < ctx->n_series; i++)
-                if (series_has_label(&ctx->series[i], "neuron_device", idx))
-                        seen[ctx->series[i].metric] = true;
+        for (size_t i = 0; set && i < set->n; i++)
+                if (series_on_device(&set->series[i], idx))
+                        seen[set->series[i].metric] = true;
         buf_puts(b, ",\"metrics\":[");
         for (int m = 0, n = 0; m < METRIC__COUNT; m++) {
                 if (!seen[m])
@@ -132,14 +159,40 @@ static void json_device_metrics(struct buf *b, const struct web_context *ctx, un
         buf_puts(b, "]");
 }
 
-static void json_device(struct buf *b, const struct web_context *ctx, const struct device_info *d) {
+/* Who uses which core: each logical NeuronCore of the device, its
+ * physical cores and the runtime holding it (null when none). */
+static void json_device_cores(struct buf *b, const struct inventory *inv, const struct series_set *set,
+                              const struct device_info *d) {
+        unsigned lnc = inv->lnc ? inv->lnc : 1;
+        buf_puts(b, ",\"neuroncores\":[");
+        for (unsigned k = 0; k < d->core_count; k++) {
+                unsigned core = d->first_core + k;
+                const struct runtime_info *r =
+                        set ? runtime_info_find_core(set->runtimes, set->n_runtimes, core) : NULL;
+                buf_printf(b, "%s{\"neuroncore\":%u,\"physical_neuroncores\":[", k ? "," : "", core);
+                for (unsigned p = 0; p < lnc; p++)
+                        buf_printf(b, "%s%u", p ? "," : "", core * lnc + p);
+                buf_puts(b, "],\"runtime_tag\":");
+                if (r) {
+                        json_string(b, r->tag);
+                        buf_printf(b, ",\"pid\":%u}", r->pid);
+                } else {
+                        buf_puts(b, "null,\"pid\":null}");
+                }
+        }
+        buf_puts(b, "]");
+}
+
+static void json_device(struct buf *b, const struct web_context *ctx, const struct series_set *set,
+                        const struct device_info *d) {
         buf_printf(b, "{\"index\":%u,\"name\":", d->index);
         json_string(b, d->name);
         buf_puts(b, ",\"arch\":");
         json_string(b, d->arch);
         buf_puts(b, ",\"core_arch\":");
         json_string(b, d->core_arch);
-        buf_printf(b, ",\"cores\":%u,\"first_core\":%u,\"memory_total_bytes\":", d->core_count, d->first_core);
+        buf_printf(b, ",\"cores\":%u,\"physical_cores\":%u,\"first_core\":%u,\"memory_total_bytes\":", d->core_count,
+                   d->physical_core_count, d->first_core);
         /* 0 means the capacity is unknown (a chip not in the catalog): say so. */
         if (d->memory_bytes)
                 buf_printf(b, "%llu", (unsigned long long) d->memory_bytes);
@@ -150,7 +203,32 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
                 buf_printf(b, "%s%u", p ? "," : "", d->peers[p]);
         buf_puts(b, "],\"serial_number\":");
         json_string(b, d->serial);
-        json_device_metrics(b, ctx, d->index);
+        json_device_metrics(b, set, d->index);
+        json_device_cores(b, ctx->inv, set, d);
+        buf_puts(b, "}");
+}
+
+static void json_identity(struct buf *b, const struct instance_identity *id) {
+        static const struct {
+                const char *name;
+                size_t offset;
+        } fields[] = {
+                { "instance_id", offsetof(struct instance_identity, instance_id) },
+                { "instance_type", offsetof(struct instance_identity, instance_type) },
+                { "instance_name", offsetof(struct instance_identity, instance_name) },
+                { "availability_zone", offsetof(struct instance_identity, availability_zone) },
+                { "availability_zone_id", offsetof(struct instance_identity, availability_zone_id) },
+                { "region", offsetof(struct instance_identity, region) },
+                { "subnet_id", offsetof(struct instance_identity, subnet_id) },
+                { "ami_id", offsetof(struct instance_identity, ami_id) },
+                { "error", offsetof(struct instance_identity, error) },
+        };
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+                buf_puts(b, i ? "," : "{");
+                json_string(b, fields[i].name);
+                buf_puts(b, ":");
+                json_string(b, (const char *) id + fields[i].offset);
+        }
         buf_puts(b, "}");
 }
 
@@ -168,13 +246,17 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         json_string(b, inv->backend_reason);
         buf_puts(b, ",\"driver_version\":");
         json_string(b, inv->driver_version);
+        buf_printf(b, ",\"lnc\":%u,\"instance\":", inv->lnc);
+        json_identity(b, &inv->identity);
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, ",\"devices\":[");
         for (unsigned i = 0; i < inv->n_devices; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_device(b, ctx, &inv->devices[i]);
+                json_device(b, ctx, snap ? snap->set : NULL, &inv->devices[i]);
         }
         buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }
@@ -204,8 +286,9 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
         char label[16];
         snprintf(label, sizeof(label), "%u", (unsigned) index);
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        struct pod_map *pods = pod_slot_get(ctx->pods);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"device\":");
-        json_device(b, ctx, dev);
+        json_device(b, ctx, snap ? snap->set : NULL, dev);
         buf_puts(b, ",\"timestamp\":");
         if (snap)
                 json_time(b, snap->timestamp_ms);
@@ -213,18 +296,19 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
                 buf_puts(b, "null");
         buf_puts(b, ",\"values\":[");
         bool first = true;
-        for (size_t i = 0; snap && i < snap->n; i++) {
-                const struct series_desc *d = &ctx->series[i];
-                if (!snap->valid[i] || !series_has_label(d, "neuron_device", label))
+        for (size_t i = 0; snap && snap->set && i < snap->n; i++) {
+                const struct series_desc *d = &snap->set->series[i];
+                if (!snap->valid[i] || !series_on_device(d, label))
                         continue;
                 buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
                 first = false;
-                json_series_labels(b, d);
+                json_series_labels(b, d, pod_map_series_holder(pods, d));
                 buf_puts(b, ",\"value\":");
                 json_value(b, snap->values[i]);
                 buf_puts(b, "}");
         }
         buf_puts(b, "]}}\n");
+        pod_map_unref(pods);
         snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
@@ -238,10 +322,11 @@ static bool is_known_label(const char *name) {
 }
 
 /* Parameter i of an endpoint filtered by metric= and label=value: not
- * given twice, and a known metric or a label of some metric. Returns 1 for
- * metric= (its id in *ret_metric), 0 for a label, or -EINVAL with the error
- * in reply. */
-static int check_filter_param(const struct param *params, size_t i, int *ret_metric, struct web_reply *reply) {
+ * given twice, and a known metric or a label of some metric, or with
+ * pod_labels a pod label. Returns 1 for metric= (its id in *ret_metric), 0
+ * for a label, or -EINVAL with the error in reply. */
+static int check_filter_param(const struct param *params, size_t i, bool pod_labels, int *ret_metric,
+                              struct web_reply *reply) {
         for (size_t j = 0; j < i; j++)
                 if (strcmp(params[i].key, params[j].key) == 0) {
                         reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
@@ -257,7 +342,7 @@ static int check_filter_param(const struct param *params, size_t i, int *ret_met
                 *ret_metric = metric;
                 return 1;
         }
-        if (!is_known_label(params[i].key)) {
+        if (!is_known_label(params[i].key) && !(pod_labels && pod_label_index(params[i].key) >= 0)) {
                 reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label", params[i].key);
                 return -EINVAL;
         }
@@ -272,18 +357,20 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
         struct buf *b = &reply->body;
 
         for (size_t i = 0; i < n; i++)
-                if (check_filter_param(params, i, &metric, reply) < 0)
+                if (check_filter_param(params, i, ctx->pods != NULL, &metric, reply) < 0)
                         return;
         if (metric >= 0)
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(params[i].key, "metric") != 0 &&
-                            metric_label_index(&metric_table[metric], params[i].key) < 0) {
+                            metric_label_index(&metric_table[metric], params[i].key) < 0 &&
+                            !(ctx->pods && pod_label_index(params[i].key) >= 0)) {
                                 reply_error(reply, 400, "bad_data", "parameter '%.64s': not a label of %s",
                                             params[i].key, metric_table[metric].name);
                                 return;
                         }
 
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        struct pod_map *pods = pod_slot_get(ctx->pods);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"timestamp\":");
         if (snap)
                 json_time(b, snap->timestamp_ms);
@@ -291,24 +378,26 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
                 buf_puts(b, "null");
         buf_puts(b, ",\"result\":[");
         bool first = true;
-        for (size_t i = 0; snap && i < snap->n; i++) {
-                const struct series_desc *d = &ctx->series[i];
+        for (size_t i = 0; snap && snap->set && i < snap->n; i++) {
+                const struct series_desc *d = &snap->set->series[i];
                 if (!snap->valid[i] || (metric >= 0 && d->metric != (enum metric_id) metric))
                         continue;
+                const struct pod_holder *holder = pod_map_series_holder(pods, d);
                 bool keep = true;
                 for (size_t p = 0; p < n && keep; p++)
                         if (strcmp(params[p].key, "metric") != 0)
-                                keep = series_has_label(d, params[p].key, params[p].value);
+                                keep = value_has_label(d, holder, params[p].key, params[p].value);
                 if (!keep)
                         continue;
                 buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
                 first = false;
-                json_series_labels(b, d);
+                json_series_labels(b, d, holder);
                 buf_puts(b, ",\"value\":");
                 json_sample(b, snap->timestamp_ms, snap->values[i]);
                 buf_puts(b, "}");
         }
         buf_puts(b, "]}}\n");
+        pod_map_unref(pods);
         snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
@@ -337,8 +426,10 @@ void api_query_range_admit(const struct web_context *ctx, const struct web_reque
          * the one holding start, for every series that matches. */
         size_t points = (size_t) ((q.end_ms - (q.start_ms - q.start_ms % q.step_ms)) / q.step_ms) + 1;
         size_t series = 0;
-        for (size_t i = 0; i < ctx->n_series; i++)
-                series += matches(&ctx->series[i], &q);
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        for (size_t i = 0; snap && snap->set && i < snap->set->n; i++)
+                series += matches(&snap->set->series[i], &q);
+        snapshot_unref(snap);
         if (series > max_series)
                 reply_error(reply, 422, "execution",
                             "the query matches %zu series, more than max_query_series (%zu); add label filters", series,
@@ -371,7 +462,7 @@ static bool matrix_produce(void *cls, struct buf *out) {
                 struct history_series *sr = &m->res->series[m->series];
                 if (m->point == 0) {
                         buf_puts(out, m->series ? ",{\"metric\":" : "{\"metric\":");
-                        json_series_labels(out, &sr->desc);
+                        json_series_labels(out, &sr->desc, NULL);
                         buf_puts(out, ",\"values\":[");
                 }
                 for (; m->point < sr->n_points && out->len < STREAM_PIECE_BYTES; m->point++) {
@@ -468,7 +559,7 @@ void api_series(const struct web_context *ctx, const struct web_request *req, st
         int metric = -1;
 
         for (size_t i = 0; i < n; i++) {
-                int r = check_filter_param(params, i, &metric, reply);
+                int r = check_filter_param(params, i, false, &metric, reply);
                 if (r < 0)
                         return;
                 if (r > 0)
@@ -493,10 +584,80 @@ void api_series(const struct web_context *ctx, const struct web_request *req, st
         for (size_t i = 0; i < count; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_series_labels(b, &list[i]);
+                json_series_labels(b, &list[i], NULL);
         }
         buf_puts(b, "]}\n");
         free(list);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+/* The indexes whose holder in lookup (n entries) is holder, as a JSON
+ * array. */
+static void json_held(struct buf *b, const long *lookup, size_t n, long holder) {
+        buf_puts(b, "[");
+        for (size_t i = 0, k = 0; i < n; i++)
+                if (lookup[i] == holder)
+                        buf_printf(b, "%s%zu", k++ ? "," : "", i);
+        buf_puts(b, "]");
+}
+
+/* A grant list of one unit, as a JSON array of indexes. */
+static void json_assigned(struct buf *b, const struct pod_map *m, size_t holder, enum pod_unit unit) {
+        buf_puts(b, "[");
+        for (size_t i = 0, k = 0; i < m->n_grants; i++)
+                if (m->grants[i].holder == holder && m->grants[i].unit == unit)
+                        buf_printf(b, "%s%u", k++ ? "," : "", m->grants[i].index);
+        buf_puts(b, "]");
+}
+
+void api_pods(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        struct buf *b = &reply->body;
+
+        if (reject_params(req, reply))
+                return;
+        struct pod_map *m = pod_slot_get(ctx->pods);
+        const char *state = !ctx->pods ? "off" : !m ? "starting" : m->error ? "error" : "ok";
+        buf_printf(b, "{\"status\":\"success\",\"data\":{\"state\":\"%s\",\"socket\":", state);
+        if (ctx->pods)
+                json_string(b, ctx->pod_resources_socket);
+        else
+                buf_puts(b, "null");
+        if (m && m->error) {
+                buf_puts(b, ",\"error\":");
+                json_string(b, m->error_text);
+        }
+        buf_puts(b, ",\"asked\":");
+        if (m && m->asked_ms)
+                json_time(b, m->asked_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"answered\":");
+        if (m && m->answered_ms)
+                json_time(b, m->answered_ms);
+        else
+                buf_puts(b, "null");
+        buf_printf(b, ",\"unmapped_ids\":%zu,\"containers\":[", m ? m->bad_ids : 0);
+        for (size_t h = 0; m && h < m->n_holders; h++) {
+                const struct pod_holder *holder = &m->holders[h];
+                buf_puts(b, h ? ",{\"namespace\":" : "{\"namespace\":");
+                json_string(b, holder->namespace);
+                buf_puts(b, ",\"pod\":");
+                json_string(b, holder->pod);
+                buf_puts(b, ",\"container\":");
+                json_string(b, holder->container);
+                buf_puts(b, ",\"neuroncores\":");
+                json_held(b, m->core_holder, m->n_core_holders, (long) h);
+                buf_puts(b, ",\"neuron_devices\":");
+                json_held(b, m->device_holder, m->n_device_holders, (long) h);
+                buf_puts(b, ",\"assigned\":{\"neuroncores\":");
+                json_assigned(b, m, h, POD_UNIT_CORE);
+                buf_puts(b, ",\"neuron_devices\":");
+                json_assigned(b, m, h, POD_UNIT_DEVICE);
+                buf_puts(b, "}}");
+        }
+        buf_puts(b, "]}}\n");
+        pod_map_unref(m);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }
@@ -516,7 +677,8 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
         buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":",
                    (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / 1000.0);
         buf_double(b, ctx->time_scale);
-        buf_printf(b, ",\"series\":%zu,\"started\":", ctx->n_series);
+        buf_printf(b, ",\"series\":%zu,\"runtimes\":%zu,\"started\":", snap && snap->set ? snap->set->n : 0,
+                   snap && snap->set ? snap->set->n_runtimes : 0);
         json_time(b, ctx->started_ms);
         buf_printf(b, ",\"uptime_seconds\":%.3f,\"last_tick\":", (double) (clock_wall_ms() - ctx->started_ms) / 1000.0);
         if (snap)
@@ -536,6 +698,44 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
                 buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
                 json_string(b, ctx->self.collector_names[i]);
                 buf_printf(b, ",\"up\":%s}", snap && snap->collector_up[i] ? "true" : "false");
+        }
+        buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+/* The Neuron runtimes as of the latest tick and the cores each holds. */
+void api_runtimes(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        struct buf *b = &reply->body;
+        unsigned cores_per_device = ctx->inv->n_devices ? ctx->inv->devices[0].core_count : 0;
+
+        if (reject_params(req, reply))
+                return;
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        const struct series_set *set = snap ? snap->set : NULL;
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"timestamp\":");
+        if (snap)
+                json_time(b, snap->timestamp_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"runtimes\":[");
+        for (size_t i = 0; set && i < set->n_runtimes; i++) {
+                const struct runtime_info *r = &set->runtimes[i];
+                buf_printf(b, "%s{\"pid\":%u,\"runtime_tag\":", i ? "," : "", r->pid);
+                json_string(b, r->tag);
+                buf_puts(b, ",\"neuroncores\":[");
+                for (unsigned k = 0; k < r->n_cores; k++)
+                        buf_printf(b, "%s%u", k ? "," : "", r->cores[k]);
+                buf_puts(b, "],\"neuron_devices\":[");
+                /* Cores are ascending: a device's cores are neighbours. */
+                for (unsigned k = 0, n = 0; cores_per_device && k < r->n_cores; k++) {
+                        unsigned dev = r->cores[k] / cores_per_device;
+                        if (k > 0 && r->cores[k - 1] / cores_per_device == dev)
+                                continue;
+                        buf_printf(b, "%s%u", n++ ? "," : "", dev);
+                }
+                buf_puts(b, "]}");
         }
         buf_puts(b, "]}}\n");
         snapshot_unref(snap);

@@ -13,24 +13,26 @@
 #include "lib/faults.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "web/auth.h"
 #include "web/expo.h"
 
 struct web_context {
         const char *web_root;
-        const struct inventory *inv;      /* devices of the accelerator backend */
-        const struct series_desc *series; /* every series, parallel to snapshots */
-        size_t n_series;
-        const struct expo *expo;
+        const struct inventory *inv; /* devices and identity of the accelerator backend; its series and
+                                        runtimes are the loop's to change: read those from a snapshot's set */
+        bool instance_labels;        /* the instance labels on every series of /metrics */
         struct expo_self self;
         struct snapshot_slot *latest;
-        struct history history;      /* stored history; ops NULL when there is none */
-        int64_t interval_ms;         /* simulated time between ticks */
-        double time_scale;           /* simulated seconds per wall second */
-        int64_t started_ms;          /* Unix ms when the daemon started */
-        bool admin;                  /* serve the admin endpoint (web/admin.h) */
-        struct fault_control faults; /* what it injects faults into; ops NULL when the backend cannot */
+        struct pod_slot *pods;            /* who holds which cores and devices; NULL when pod_labels is off */
+        const char *pod_resources_socket; /* where the kubelet is asked */
+        struct history history;           /* stored history; ops NULL when there is none */
+        int64_t interval_ms;              /* simulated time between ticks */
+        double time_scale;                /* simulated seconds per wall second */
+        int64_t started_ms;               /* Unix ms when the daemon started */
+        bool admin;                       /* serve the admin endpoint (web/admin.h) */
+        struct fault_control faults;      /* what it injects faults into; ops NULL when the backend cannot */
 
         /* Security and limits. Numbers left at 0 and strings left NULL or ""
          * take the defaults in web/http.h. */

@@ -120,14 +120,21 @@ static void devices__inventory__every_device_with_its_metric_families(void **sta
         struct web_fixture *f = *state;
 
         expect(f, "/api/v1/devices", 200, "{\"status\":\"success\",\"data\":{\"instance_type\":\"trn1.2xlarge\"",
-               "\"backend\":\"model:trn1.2xlarge\"",
+               "\"backend\":\"model:trn1.2xlarge\"", "\"lnc\":1,",
+               "\"instance\":{\"instance_id\":\"i-0123456789abcdef0\",\"instance_type\":\"trn1.2xlarge\","
+               "\"instance_name\":\"\",",
+               "\"region\":\"us-east-2\",",
                "{\"index\":0,\"name\":\"Trainium1\",\"arch\":\"NDv2\",\"core_arch\":\"NCv2\",\"cores\":2,"
-               "\"first_core\":0,\"memory_total_bytes\":34359738368,\"peers\":[1],\"serial_number\":\"S0\","
-               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\",\"neuron_device_dma_bytes_total\"]}",
+               "\"physical_cores\":2,\"first_core\":0,\"memory_total_bytes\":34359738368,\"peers\":[1],"
+               "\"serial_number\":\"S0\","
+               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\",\"neuron_device_dma_bytes_total\"],",
+               /* Who uses which core: the runtime "serve" holds cores 0 and 1. */
+               "\"neuroncores\":[{\"neuroncore\":0,\"physical_neuroncores\":[0],\"runtime_tag\":\"serve\",\"pid\":4242},"
+               "{\"neuroncore\":1,\"physical_neuroncores\":[1],\"runtime_tag\":\"serve\",\"pid\":4242}]}",
                "{\"index\":1,",
                "\"first_core\":2,\"memory_total_bytes\":null,\"peers\":[0],\"serial_number\":\"\","
-               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\"]}",
-               NULL);
+               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\"],",
+               "{\"neuroncore\":2,\"physical_neuroncores\":[2],\"runtime_tag\":null,\"pid\":null}", NULL);
         expect(f, "/api/v1/devices?x=1", 400, "parameter 'x': this endpoint takes no parameters", NULL);
 }
 
@@ -190,7 +197,8 @@ static void query_range__parameters__one_history_query(void **state) {
                "/api/v1/query_range?metric=neuron_device_dma_bytes_total&neuron_device=0&start=1700000000"
                "&end=2023-11-14T22:23:20Z&step=1m&agg=max&rate=1",
                200, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
-               "{\"metric\":{\"__name__\":\"neuron_device_dma_bytes_total\",\"neuron_device\":\"0\",\"direction\":\"\"},"
+               /* The fake store's series has no direction: an empty label is no label. */
+               "{\"metric\":{\"__name__\":\"neuron_device_dma_bytes_total\",\"neuron_device\":\"0\"},"
                "\"values\":[[1700000000.000,\"1.5\"],[1700000060.000,\"2.5\"]]}",
                NULL);
         assert_int_equal(q->metric, METRIC_DEVICE_DMA_BYTES);
@@ -294,12 +302,35 @@ static void status__daemon_state__reported(void **state) {
         expect(f, "/api/v1/status", 200,
                "{\"status\":\"success\",\"data\":{\"version\":\"1.2.3\",\"backend\":\"model:trn1.2xlarge\","
                "\"instance_type\":\"trn1.2xlarge\",\"interval_seconds\":1.000,\"time_scale\":1,\"series\":5,"
-               "\"started\":1699999940.250,",
+               "\"runtimes\":1,\"started\":1699999940.250,",
                "\"last_tick\":1700000000.250,",
                "\"store\":{\"used_bytes\":4096,\"size_cap_bytes\":1048576,\"degraded\":false,"
                "\"retention_seconds\":{\"raw\":172800,",
                "\"collectors\":[{\"name\":\"backend\",\"up\":true},{\"name\":\"host\",\"up\":false}]", NULL);
         expect(f, "/api/v1/status?verbose=1", 400, "parameter 'verbose': this endpoint takes no parameters", NULL);
+}
+
+static void runtimes__latest_tick__each_with_its_cores(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/runtimes", 200,
+               "{\"status\":\"success\",\"data\":{\"timestamp\":1700000000.250,\"runtimes\":["
+               "{\"pid\":4242,\"runtime_tag\":\"serve\",\"neuroncores\":[0,1],\"neuron_devices\":[0]}]}}",
+               NULL);
+        expect(f, "/api/v1/runtimes?pid=1", 400, "parameter 'pid': this endpoint takes no parameters", NULL);
+}
+
+static void latest__runtime_series__labels_without_empty_values(void **state) {
+        struct web_fixture *f = *state;
+
+        /* runtime_tag is a label like the others, and a series without one has none. */
+        expect(f, "/api/v1/latest?runtime_tag=serve", 200,
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"0\",\"neuroncore\":\"0\","
+               "\"runtime_tag\":\"serve\"},",
+               NULL);
+        expect(f, "/api/v1/latest?metric=neuroncore_utilization_ratio&neuron_device=1", 200,
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"1\",\"neuroncore\":\"2\"},",
+               NULL);
 }
 
 static void not_found__other_api_paths__json_404(void **state) {
@@ -311,6 +342,78 @@ static void not_found__other_api_paths__json_404(void **state) {
                NULL);
         expect(f, "/api", 404, "no such API endpoint: /api", NULL);
         expect(f, "/api/v1/status/x", 404, NULL);
+}
+
+static void pods__off__state_off_and_no_pod_filters(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/pods", 200,
+               "{\"status\":\"success\",\"data\":{\"state\":\"off\",\"socket\":null,\"asked\":null,"
+               "\"answered\":null,\"unmapped_ids\":0,\"containers\":[]}}",
+               NULL);
+        expect(f, "/api/v1/latest?pod=train-0", 400, "parameter 'pod': not a parameter nor a label", NULL);
+        expect(f, "/api/v1/pods?pod=train-0", 400, "this endpoint takes no parameters", NULL);
+}
+
+/* A pod slot with one refresh: core 2, the only one of device 1 in the
+ * fixture, held by ml/train-0/worker. */
+static void publish_train_0(struct web_fixture *f, int error) {
+        struct pod_core *cores;
+        size_t n_cores;
+        struct pod_map *m = pod_map_new();
+
+        assert_int_equal(pod_cores_from_series(f->inv.series, f->inv.n_series, &cores, &n_cores), 0);
+        assert_int_equal(n_cores, 2);
+        pod_map_add(m, "ml", "train-0", "worker", "aws.amazon.com/neuroncore", "2");
+        pod_map_add(m, "ml", "train-0", "worker", "aws.amazon.com/neuroncore", "core-0");
+        m->asked_ms = FIXTURE_TICK_MS;
+        m->answered_ms = FIXTURE_TICK_MS - (error ? 1000 : 0);
+        m->error = error;
+        if (error)
+                snprintf(m->error_text, sizeof(m->error_text), "the kubelet is slow");
+        assert_int_equal(pod_map_index(m, cores, n_cores), 0);
+        free(cores);
+        pod_slot_publish(&f->pods, m);
+        f->ctx.pods = &f->pods;
+        f->ctx.pod_resources_socket = "/run/kubelet.sock";
+}
+
+static void pods__held_core__listed_and_labelled(void **state) {
+        struct web_fixture *f = *state;
+
+        publish_train_0(f, 0);
+        expect(f, "/api/v1/pods", 200,
+               "{\"status\":\"success\",\"data\":{\"state\":\"ok\",\"socket\":\"/run/kubelet.sock\","
+               "\"asked\":1700000000.250,\"answered\":1700000000.250,\"unmapped_ids\":1,\"containers\":["
+               "{\"namespace\":\"ml\",\"pod\":\"train-0\",\"container\":\"worker\",\"neuroncores\":[2],"
+               "\"neuron_devices\":[1],\"assigned\":{\"neuroncores\":[2],\"neuron_devices\":[]}}]}}",
+               NULL);
+        /* The core's series and its device's (its only core is held). */
+        expect(f, "/api/v1/latest?pod=train-0&namespace=ml", 200,
+               "{\"metric\":{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"1\",\"pod\":\"train-0\","
+               "\"namespace\":\"ml\",\"container\":\"worker\"}",
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"1\","
+               "\"neuroncore\":\"2\",\"pod\":\"train-0\",\"namespace\":\"ml\",\"container\":\"worker\"}",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/latest?pod=train-0", "{\"metric\":"), 2);
+        assert_int_equal(count_in(f, "/api/v1/latest?container=sidecar", "{\"metric\":"), 0);
+        /* Unheld: no pod labels at all, not empty ones. */
+        assert_int_equal(count_in(f, "/api/v1/latest?neuron_device=0", "\"pod\""), 0);
+        assert_int_equal(count_in(f, "/api/v1/latest", "\"pod\":\"train-0\""), 2);
+        expect(f, "/api/v1/devices/1", 200, "\"neuroncore\":\"2\",\"pod\":\"train-0\"", NULL);
+        /* Stored history has no pod labels to filter by. */
+        expect(f, "/api/v1/series?pod=train-0", 400, "parameter 'pod': not a parameter nor a label", NULL);
+}
+
+static void pods__kubelet_failing__error_with_the_last_answer(void **state) {
+        struct web_fixture *f = *state;
+
+        publish_train_0(f, -ETIMEDOUT);
+        expect(f, "/api/v1/pods", 200,
+               "\"state\":\"error\",\"socket\":\"/run/kubelet.sock\","
+               "\"error\":\"the kubelet is slow\",\"asked\":1700000000.250,\"answered\":1699999999.250,",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/latest?pod=train-0", "{\"metric\":"), 2);
 }
 
 #define SERVED(t) cmocka_unit_test_setup_teardown(t, fixture_setup, fixture_teardown)
@@ -333,7 +436,12 @@ int main(void) {
                 SERVED(series__filters__reach_the_store),
                 SERVED(series__bad_parameters_or_store__400_or_503),
                 SERVED(status__daemon_state__reported),
+                SERVED(runtimes__latest_tick__each_with_its_cores),
+                SERVED(latest__runtime_series__labels_without_empty_values),
                 SERVED(not_found__other_api_paths__json_404),
+                SERVED(pods__off__state_off_and_no_pod_filters),
+                SERVED(pods__held_core__listed_and_labelled),
+                SERVED(pods__kubelet_failing__error_with_the_last_answer),
         };
         return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }
