@@ -5,7 +5,8 @@
 set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
-  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev"
+  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev
+  libcurl4-gnutls-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev"
 # In a git checkout the dashboard's web assets (uPlot) come from npm through
 # package-lock.json (a release tarball carries them), and so does the
 # browser test's driver (playwright-core), at make check.
@@ -18,7 +19,7 @@ else
 fi
 # tests/root/ (run by .ci/run) makes clean Debian roots with mmdebstrap,
 # boots one with systemd-nspawn and checks the package with lintian.
-test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
+test_packages="libcmocka-dev sqlite3 curl prometheus victoria-metrics python3-prometheus-client
   clang libclang-rt-14-dev clang-format mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
   chromium valgrind mmdebstrap systemd-container lintian iproute2 git"
 
