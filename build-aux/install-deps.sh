@@ -5,7 +5,7 @@
 set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
-  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev
+  libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev libgnutls28-dev
   libcurl4-gnutls-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev"
 # In a git checkout the dashboard's web assets (uPlot) come from npm through
 # package-lock.json (a release tarball carries them), and so does the

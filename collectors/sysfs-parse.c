@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "collectors/sysfs.h"
+#include "lib/buf.h"
 #include "lib/parse.h"
 
 /* A decimal with an optional fraction ("12.50"), as the driver prints with
@@ -52,10 +53,18 @@ int sysfs_parse_string(const char *buf, size_t len, char *out, size_t size) {
         for (size_t i = 0; i < len; i++)
                 if ((unsigned char) buf[i] < 0x20 || buf[i] == 0x7f)
                         return -EINVAL;
-        if (len >= size)
+        if (len >= size || len >= SYSFS_STRING_MAX)
                 return -ERANGE;
-        memcpy(out, buf, len);
-        out[len] = '\0';
+        /* Bytes that are not UTF-8 (a damaged or hostile attribute) become
+         * U+FFFD: every string neurond passes on is valid UTF-8, which
+         * Prometheus requires of label values. */
+        char text[SYSFS_STRING_MAX], clean[3 * SYSFS_STRING_MAX];
+        memcpy(text, buf, len);
+        text[len] = '\0';
+        size_t clean_len = utf8_sanitize(clean, sizeof(clean), text);
+        if (clean_len >= size)
+                return -ERANGE;
+        memcpy(out, clean, clean_len + 1);
         return 0;
 }
 

@@ -41,10 +41,13 @@
  * buffer, -EINVAL on anything but digits, -ERANGE on overflow. */
 int sysfs_parse_u64(const char *buf, size_t len, uint64_t *ret);
 
+#define SYSFS_STRING_MAX 256
+
 /* Copies a one-line string attribute ("Trainium1\n") without its trailing
- * newline into out (size > 0). Returns 0, -ENODATA when empty (the driver
- * prints "\n" for an unreadable serial number), -EINVAL on control bytes or
- * a second line, -ERANGE when it does not fit. */
+ * newline into out (size > 0), each byte that is not UTF-8 replaced by
+ * U+FFFD. Returns 0, -ENODATA when empty (the driver prints "\n" for an
+ * unreadable serial number), -EINVAL on control bytes or a second line,
+ * -ERANGE when it does not fit (or is SYSFS_STRING_MAX bytes or more). */
 int sysfs_parse_string(const char *buf, size_t len, char *out, size_t size);
 
 enum sysfs_power_status {

@@ -116,6 +116,11 @@ static int read_http_files(struct daemon *d) {
                 if (r >= 0)
                         r = http_check_tls(d->tls_cert, d->tls_key, err, sizeof(err));
         }
+        if (r >= 0) {
+                const struct web_context web = { .tls_priorities = s->tls_priorities,
+                                                 .allowed_hosts = s->allowed_hosts };
+                r = http_check_settings(&web, err, sizeof(err));
+        }
         if (r < 0) {
                 fprintf(stderr, "neurond: %s\n", err);
                 return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
@@ -320,12 +325,18 @@ static void fill_web_context(struct daemon *d) {
                 .faults = { model_is(d->backend) ? &model_fault_ops : NULL, d->backend },
                 .tls_cert = d->tls_cert,
                 .tls_key = d->tls_key,
+                .tls_priorities = s->tls_priorities,
+                .allowed_hosts = s->allowed_hosts,
                 .auth = d->auth,
                 .healthz_open = s->healthz_open,
                 .cors_origin = s->cors_origin,
                 .max_connections = (unsigned) s->max_connections,
                 .connection_timeout_s = (unsigned) (s->connection_timeout_ms / 1000),
+                .header_timeout_s = (unsigned) (s->header_timeout_ms / 1000),
                 .max_header_bytes = s->max_header_bytes,
+                .max_queries = (unsigned) s->max_queries,
+                .max_query_series = s->max_query_series,
+                .max_query_points = s->max_query_points,
                 .http_requests = d->http_requests,
         };
 }

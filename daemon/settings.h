@@ -55,11 +55,17 @@ struct settings {
         char tls_key[PATH_MAX];
         char basic_auth_users[PATH_MAX]; /* file of user:bcrypt-hash lines */
         char bearer_token_file[PATH_MAX];
-        bool healthz_open;     /* /healthz without credentials */
-        char cors_origin[256]; /* Access-Control-Allow-Origin value */
+        bool healthz_open;        /* /healthz without credentials */
+        char cors_origin[256];    /* Access-Control-Allow-Origin value */
+        char tls_priorities[512]; /* GnuTLS priority string */
+        char allowed_hosts[1024]; /* names Host may carry; "" for the loopback names */
         uint64_t max_connections;
         int64_t connection_timeout_ms;
+        int64_t header_timeout_ms;
         uint64_t max_header_bytes;
+        uint64_t max_queries; /* range and series queries running or answering at once */
+        uint64_t max_query_series;
+        uint64_t max_query_points;
 
         /* Storage: age limits per tier and a size cap (0: no cap). */
         int64_t retention_raw_ms;

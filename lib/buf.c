@@ -97,7 +97,8 @@ void buf_free(struct buf *b) {
 }
 
 /* Length of the valid UTF-8 sequence at s, or 0 when it is invalid. */
-static size_t utf8_valid_length(const unsigned char *s) {
+size_t utf8_char_length(const char *text) {
+        const unsigned char *s = (const unsigned char *) text;
         if (s[0] < 0x80)
                 return 1;
         size_t len;
@@ -137,7 +138,7 @@ void json_string(struct buf *b, const char *s) {
                 } else if (*p < 0x20) {
                         buf_printf(b, "\\u%04x", *p++);
                 } else {
-                        size_t len = utf8_valid_length(p);
+                        size_t len = utf8_char_length((const char *) p);
                         if (len == 0) {
                                 buf_puts(b, "\xef\xbf\xbd");
                                 p++;
@@ -151,11 +152,33 @@ void json_string(struct buf *b, const char *s) {
 }
 
 bool utf8_valid(const char *s) {
-        for (const unsigned char *p = (const unsigned char *) s; *p;) {
-                size_t len = utf8_valid_length(p);
+        for (const char *p = s; *p;) {
+                size_t len = utf8_char_length(p);
                 if (len == 0)
                         return false;
                 p += len;
         }
         return true;
+}
+
+size_t utf8_sanitize(char *out, size_t size, const char *s) {
+        static const char replacement[] = "\xef\xbf\xbd";
+        size_t total = 0;
+        bool fits = true;
+
+        for (const char *p = s; *p;) {
+                size_t len = utf8_char_length(p);
+                const char *piece = len ? p : replacement;
+                size_t piece_len = len ? len : sizeof(replacement) - 1;
+                fits = fits && total + piece_len < size;
+                if (fits)
+                        memcpy(out + total, piece, piece_len);
+                else if (total < size)
+                        out[total] = '\0';
+                total += piece_len;
+                p += len ? len : 1;
+        }
+        if (fits)
+                out[total] = '\0';
+        return total;
 }

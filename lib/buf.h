@@ -24,5 +24,15 @@ void buf_free(struct buf *b); /* NULL-safe; leaves an empty buffer */
 /* True when s is well-formed UTF-8 (no overlong forms, no surrogates). */
 bool utf8_valid(const char *s);
 
+/* The length of the well-formed UTF-8 character at s (1 to 4), or 0 when
+ * s does not begin one. Reads no further than a NUL. */
+size_t utf8_char_length(const char *s);
+
+/* Writes s to out (size > 0 bytes) with every byte that does not begin a
+ * well-formed UTF-8 character replaced by U+FFFD. Returns the length of
+ * the result, written whole only when it is less than size (as snprintf;
+ * otherwise cut at a character's start). */
+size_t utf8_sanitize(char *out, size_t size, const char *s);
+
 /* JSON: a string with quotes and escapes; invalid UTF-8 is replaced by U+FFFD. */
 void json_string(struct buf *b, const char *s);

@@ -39,6 +39,10 @@ struct history_query {
         bool rate; /* per-second rate of a counter, resets handled, before agg */
         size_t n_matchers;
         struct history_matcher matchers[HISTORY_MATCHERS_MAX]; /* label equality, all must hold */
+        /* Asked between series (may be NULL): true makes the query give up
+         * with -ECANCELED, because its client has gone or the server stops. */
+        bool (*cancelled)(const void *cancel_cls);
+        const void *cancel_cls;
 };
 
 struct history_point {
@@ -78,8 +82,9 @@ struct history_ops {
          * step-aligned bucket in [start, end] that holds samples. Returns 0,
          * -EINVAL when rate is asked of a gauge or for a bad window, -E2BIG
          * when the matching series times the buckets exceed
-         * HISTORY_POINTS_MAX, -EAGAIN when no database is open yet, or
-         * another negative errno when reading fails. */
+         * HISTORY_POINTS_MAX, -EAGAIN when no database is open yet,
+         * -ECANCELED when q->cancelled said so, or another negative errno
+         * when reading fails. */
         int (*query_range)(void *impl, const struct history_query *q, struct history_result **ret);
         /* Every stored series (metric < 0) or those of one family, filtered
          * by the matchers, ordered by id; *ret is free()d by the caller. */

@@ -396,6 +396,10 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
                         r = -ENOMEM;
         }
         for (size_t i = 0; i < n && r == 0; i++) {
+                if (q->cancelled && q->cancelled(q->cancel_cls)) {
+                        r = -ECANCELED;
+                        break;
+                }
                 struct history_series *out = &res->series[res->n_series];
                 *out = (struct history_series){ .desc = list[i] };
                 r = read_points(s, tier, ids[i], q, cells, n_buckets, out);

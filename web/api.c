@@ -9,7 +9,11 @@
 
 #include "lib/clock.h"
 #include "lib/parse.h"
+#include "web/accept.h"
 #include "web/api.h"
+#include "web/http.h"
+#include "web/queue.h"
+#include "web/stream.h"
 
 #define JSON_TYPE "application/json"
 
@@ -310,22 +314,115 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
         reply->content_type = JSON_TYPE;
 }
 
+static bool matches(const struct series_desc *d, const struct history_query *q) {
+        if (d->metric != q->metric)
+                return false;
+        for (size_t i = 0; i < q->n_matchers; i++)
+                if (!series_has_label(d, q->matchers[i].name, q->matchers[i].value))
+                        return false;
+        return true;
+}
+
+void api_query_range_admit(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        size_t max_series = ctx->max_query_series ? ctx->max_query_series : HTTP_DEFAULT_MAX_QUERY_SERIES;
+        size_t max_points = ctx->max_query_points ? ctx->max_query_points : HTTP_DEFAULT_MAX_QUERY_POINTS;
+        struct history_query q;
+        char err[256];
+
+        if (params_parse_query_range(req->params, req->n_params, clock_wall_ms(), &q, err, sizeof(err)) < 0) {
+                reply_error(reply, 400, "bad_data", "%s", err);
+                return;
+        }
+        /* The cost, as the store will count it: step-aligned buckets from
+         * the one holding start, for every series that matches. */
+        size_t points = (size_t) ((q.end_ms - (q.start_ms - q.start_ms % q.step_ms)) / q.step_ms) + 1;
+        size_t series = 0;
+        for (size_t i = 0; i < ctx->n_series; i++)
+                series += matches(&ctx->series[i], &q);
+        if (series > max_series)
+                reply_error(reply, 422, "execution",
+                            "the query matches %zu series, more than max_query_series (%zu); add label filters", series,
+                            max_series);
+        else if (series * points > max_points)
+                reply_error(reply, 422, "execution",
+                            "the query would return up to %zu points (%zu series x %zu points per series), more "
+                            "than max_query_points (%zu); add label filters or increase step",
+                            series * points, series, points, max_points);
+}
+
+/* A range query's matrix, written while it is sent (web/stream.h): each
+ * series' points are freed once written, so the answer shrinks as it
+ * goes out. */
+struct matrix {
+        struct history_result *res;
+        size_t series; /* the series being written */
+        size_t point;  /* its next point */
+        bool started, ended;
+};
+
+static bool matrix_produce(void *cls, struct buf *out) {
+        struct matrix *m = cls;
+
+        if (!m->started) {
+                buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+                m->started = true;
+        }
+        while (out->len < STREAM_PIECE_BYTES && !out->failed && m->series < m->res->n_series) {
+                struct history_series *sr = &m->res->series[m->series];
+                if (m->point == 0) {
+                        buf_puts(out, m->series ? ",{\"metric\":" : "{\"metric\":");
+                        json_series_labels(out, &sr->desc);
+                        buf_puts(out, ",\"values\":[");
+                }
+                for (; m->point < sr->n_points && out->len < STREAM_PIECE_BYTES; m->point++) {
+                        buf_puts(out, m->point ? "," : "");
+                        json_sample(out, sr->points[m->point].timestamp_ms, sr->points[m->point].value);
+                }
+                if (m->point < sr->n_points)
+                        break;
+                buf_puts(out, "]}");
+                free(sr->points);
+                sr->points = NULL;
+                sr->n_points = 0;
+                m->series++;
+                m->point = 0;
+        }
+        if (m->series == m->res->n_series && !m->ended) {
+                buf_puts(out, "]}}\n");
+                m->ended = true;
+        }
+        return !m->ended;
+}
+
+static void matrix_free(void *cls) {
+        struct matrix *m = cls;
+        history_result_free(m->res);
+        free(m);
+}
+
+/* The store gives up between two series when this says so. */
+static bool query_cancelled(const void *job) {
+        return job && queue_job_cancelled(job);
+}
+
 void api_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct param *params = req->params;
         size_t n = req->n_params;
         struct history_query q;
         struct history_result *res = NULL;
         char err[256];
-        struct buf *b = &reply->body;
 
         if (params_parse_query_range(params, n, clock_wall_ms(), &q, err, sizeof(err)) < 0) {
                 reply_error(reply, 400, "bad_data", "%s", err);
                 return;
         }
+        q.cancelled = query_cancelled;
+        q.cancel_cls = req->job;
         int r = ctx->history.ops->query_range(ctx->history.impl, &q, &res);
         if (r == -E2BIG) {
-                reply_error(reply, 400, "bad_data",
-                            "the query would return more than %d points in all; add label filters or increase step",
+                reply_error(reply, 422, "execution",
+                            "the query would return more than %d points in all, the store's limit; add label filters "
+                            "or increase step",
                             HISTORY_POINTS_MAX);
                 return;
         }
@@ -333,22 +430,30 @@ void api_query_range(const struct web_context *ctx, const struct web_request *re
                 reply_error(reply, 400, "bad_data", "the query cannot be answered: %s", strerror(-r));
                 return;
         }
+        if (r == -ECANCELED) {
+                reply_error(reply, 503, "unavailable", "the query was cancelled");
+                return;
+        }
         if (answer_store_error(reply, r))
                 return;
-        buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
-        for (size_t s = 0; s < res->n_series; s++) {
-                const struct history_series *sr = &res->series[s];
-                buf_puts(b, s ? ",{\"metric\":" : "{\"metric\":");
-                json_series_labels(b, &sr->desc);
-                buf_puts(b, ",\"values\":[");
-                for (size_t i = 0; i < sr->n_points; i++) {
-                        buf_puts(b, i ? "," : "");
-                        json_sample(b, sr->points[i].timestamp_ms, sr->points[i].value);
-                }
-                buf_puts(b, "]}");
+        struct matrix *m = calloc(1, sizeof(*m));
+        if (!m) {
+                history_result_free(res);
+                reply_error(reply, 500, "internal", "out of memory");
+                return;
         }
-        buf_puts(b, "]}}\n");
-        history_result_free(res);
+        m->res = res;
+        bool gzip = req->conn && accept_gzip(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+                                                                         MHD_HTTP_HEADER_ACCEPT_ENCODING));
+        reply->response = stream_response(matrix_produce, m, matrix_free, gzip);
+        if (!reply->response) {
+                reply_error(reply, 500, "internal", "out of memory");
+                return;
+        }
+        if (gzip)
+                MHD_add_response_header(reply->response, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        MHD_add_response_header(reply->response, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+        MHD_add_response_header(reply->response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }

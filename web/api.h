@@ -17,8 +17,14 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
 void api_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/latest: every current value, filtered by metric= and labels. */
 void api_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
-/* /api/v1/query_range: stored history (web/params.h for the parameters). */
+/* /api/v1/query_range: stored history (web/params.h for the parameters).
+ * Runs on a query worker thread, after api_query_range_admit. */
 void api_query_range(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* Its admission check, before any work: 400 for a bad parameter; 422 when
+ * the series it matches (among the running backend's) exceed
+ * max_query_series, or those series times its points per series exceed
+ * max_query_points. */
+void api_query_range_admit(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/series: every stored series' labels, filtered by metric= and labels. */
 void api_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/status: version, backend, interval, uptime, store and collectors. */

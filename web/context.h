@@ -32,14 +32,21 @@ struct web_context {
         bool admin;                  /* serve the admin endpoint (web/admin.h) */
         struct fault_control faults; /* what it injects faults into; ops NULL when the backend cannot */
 
-        /* Security and limits. Numbers left at 0 take the defaults in web/http.h. */
+        /* Security and limits. Numbers left at 0 and strings left NULL or ""
+         * take the defaults in web/http.h. */
         const char *tls_cert; /* PEM text (http_read_pem); with tls_key, serve HTTPS */
         const char *tls_key;
-        struct auth *auth;       /* NULL: no authentication */
-        bool healthz_open;       /* /healthz answers without credentials */
-        const char *cors_origin; /* Access-Control-Allow-Origin, NULL or "" for off */
+        const char *tls_priorities; /* GnuTLS priority string */
+        const char *allowed_hosts;  /* names a Host header may carry (web/hosts.h) */
+        struct auth *auth;          /* NULL: no authentication */
+        bool healthz_open;          /* /healthz answers without credentials */
+        const char *cors_origin;    /* Access-Control-Allow-Origin, NULL or "" for off */
         unsigned max_connections;
         unsigned connection_timeout_s;       /* idle time before a connection is closed */
+        unsigned header_timeout_s;           /* time for a request head to arrive (web/conns.h) */
         size_t max_header_bytes;             /* request headers; past it 431 */
+        unsigned max_queries;                /* range and series queries running or answering at once */
+        size_t max_query_series;             /* series one range query may match; past it 422 */
+        size_t max_query_points;             /* points one range query may return; past it 422 */
         atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES counters, or NULL */
 };

@@ -7,7 +7,8 @@
 #include "web/expo.h"
 
 const char *const expo_http_codes[EXPO_HTTP_CODES] = {
-        "200", "204", "304", "400", "401", "403", "404", "405", "406", "414", "431", "500", "503", "other",
+        "200", "204", "304", "400", "401", "403", "404", "405",   "406",
+        "414", "421", "422", "431", "500", "501", "503", "other",
 };
 
 struct expo_family {
@@ -41,12 +42,20 @@ void expo_escape_label_value(struct buf *out, const char *value) {
         const char *run = value;
         for (const char *p = value;; p++) {
                 const char *esc = *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : NULL;
-                if (!esc && *p)
+                /* A label value that is not UTF-8 makes Prometheus refuse the
+                 * whole scrape: such a byte goes out as U+FFFD. */
+                size_t len = (unsigned char) *p < 0x80 ? 1 : utf8_char_length(p);
+                if (len == 0)
+                        esc = "\xef\xbf\xbd";
+                if (!esc && *p) {
+                        p += len - 1;
                         continue;
-                buf_append(out, run, (size_t) (p - run));
+                }
+                if (p > run)
+                        buf_append(out, run, (size_t) (p - run));
                 if (!*p)
                         break;
-                buf_append(out, esc, 2);
+                buf_puts(out, esc);
                 run = p + 1;
         }
 }

@@ -23,7 +23,7 @@
 
 /* The status codes neurond_http_requests_total counts, in label order;
  * any other code is counted as the last entry, "other". */
-#define EXPO_HTTP_CODES 14
+#define EXPO_HTTP_CODES 17
 extern const char *const expo_http_codes[EXPO_HTTP_CODES];
 /* Index into expo_http_codes for a status code. */
 size_t expo_http_code_index(unsigned status);

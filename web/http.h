@@ -12,8 +12,21 @@
 /* Defaults for the limits a web_context leaves at zero. */
 #define HTTP_DEFAULT_MAX_CONNECTIONS 2048
 #define HTTP_DEFAULT_CONNECTION_TIMEOUT_S 10
+#define HTTP_DEFAULT_HEADER_TIMEOUT_S 10
 #define HTTP_DEFAULT_MAX_HEADER_BYTES 8192
-#define HTTP_THREADS 2 /* the concurrency cap: requests served at once */
+#define HTTP_DEFAULT_MAX_QUERIES 2
+#define HTTP_DEFAULT_MAX_QUERY_SERIES 10000
+#define HTTP_DEFAULT_MAX_QUERY_POINTS HISTORY_POINTS_MAX
+/* TLS 1.2 and 1.3 only, with GnuTLS's normal choice of ciphers. */
+#define HTTP_DEFAULT_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+#define HTTP_THREADS 2 /* polling threads: requests served at once, their work being quick */
+/* Queries waiting for a place beyond max_queries, and for how long. */
+#define HTTP_QUERIES_WAITING 32
+#define HTTP_QUERY_WAIT_MS 10000
+/* Passwords waiting for their hash, and for how long. */
+#define HTTP_VERIFY_WAITING 64
+#define HTTP_VERIFY_WAIT_MS 5000
 
 struct http_server;
 
@@ -27,6 +40,11 @@ void http_free_pem(char *pem); /* wipes it first; NULL-safe */
  * private key that TLS can serve with. Returns 0, or -EINVAL with err
  * saying why (GnuTLS's words). */
 int http_check_tls(const char *cert, const char *key, char *err, size_t errlen);
+
+/* Checks the settings of ctx that could keep the server from starting
+ * (tls_priorities, allowed_hosts), for --check-config. Returns 0, or
+ * -EINVAL with err saying what is wrong. */
+int http_check_settings(const struct web_context *ctx, char *err, size_t errlen);
 
 /* Binds addr and starts serving (HTTPS when ctx names a certificate and
  * key). Logs a warning when addr is not loopback and neither TLS nor

@@ -87,29 +87,47 @@ static bool compress_body(struct MHD_Connection *conn, struct web_reply *reply) 
         return true;
 }
 
-enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
-        struct MHD_Response *resp = reply->response;
+bool reply_prepare(struct MHD_Connection *conn, struct web_reply *reply) {
+        if (reply->response)
+                return true;
+        if (reply->body.failed)
+                reply_error(reply, 500, "internal", "out of memory");
+        bool gzipped = compress_body(conn, reply);
+        struct MHD_Response *resp = body_response(reply);
+        if (!resp)
+                return false;
+        if (reply->allow[0])
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
+        if (gzipped)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        reply->response = resp;
+        return true;
+}
 
-        if (!resp) {
-                if (reply->body.failed)
-                        reply_error(reply, 500, "internal", "out of memory");
-                bool gzipped = compress_body(conn, reply);
-                resp = body_response(reply);
-                if (!resp)
-                        return MHD_NO;
-                if (reply->allow[0])
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
-                if (gzipped)
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        }
+void reply_free(struct web_reply *reply) {
+        if (reply->response)
+                MHD_destroy_response(reply->response);
+        reply->response = NULL;
+        buf_free(&reply->body);
+}
+
+enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
+        if (!reply_prepare(conn, reply))
+                return MHD_NO;
+        struct MHD_Response *resp = reply->response;
         reply->response = NULL;
         buf_free(&reply->body);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, reply->content_type);
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
         MHD_add_response_header(resp, "Content-Security-Policy", CSP);
         MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        if (reply->retry_after_s) {
+                char seconds[16];
+                snprintf(seconds, sizeof(seconds), "%u", reply->retry_after_s);
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
+        }
         if (ctx->cors_origin && *ctx->cors_origin) {
                 MHD_add_response_header(resp, "Access-Control-Allow-Origin", ctx->cors_origin);
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");

@@ -17,6 +17,7 @@ struct web_reply {
         const char *content_type;
         struct buf body;               /* gzip-compressed on the way out when large and the client accepts it */
         char allow[64];                /* Allow header, for 405; or "" */
+        unsigned retry_after_s;        /* Retry-After header, for 503; or 0 */
         struct MHD_Response *response; /* instead of body; reply_send() adds the common headers and owns it */
 };
 
@@ -32,8 +33,18 @@ void reply_unauthorized(const struct web_context *ctx, struct web_reply *reply);
  * such as "GET, HEAD". */
 void reply_preflight(struct web_reply *reply, const char *methods);
 
-/* Queues reply on conn and frees what it holds. A body that failed to
- * grow is answered 500; a body of 1 KiB or more is sent gzip-compressed
- * when Accept-Encoding allows it. Returns MHD_NO when the response could
- * not be queued (libmicrohttpd then closes the connection). */
+/* Turns reply's body into its response: a body that failed to grow is
+ * answered 500; a body of 1 KiB or more is gzip-compressed when the
+ * request's Accept-Encoding allows it. Does nothing when reply already
+ * holds a response. May run on any thread while conn is suspended; false
+ * when out of memory. */
+bool reply_prepare(struct MHD_Connection *conn, struct web_reply *reply);
+
+/* Queues reply on conn (reply_prepare() first, unless done) with the
+ * common headers, and frees what it holds. Returns MHD_NO when the
+ * response could not be queued (libmicrohttpd then closes the
+ * connection). */
 enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply);
+
+/* Frees what reply holds without sending it. */
+void reply_free(struct web_reply *reply);

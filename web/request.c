@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lib/buf.h"
 #include "web/request.h"
@@ -32,8 +33,11 @@ size_t request_unescape(void *cls, struct MHD_Connection *conn, char *text) {
         return (size_t) (out - text);
 }
 
-void *request_uri_end(void *cls, const char *uri, struct MHD_Connection *conn) {
-        return uri ? (char *) uri + strlen(uri) : NULL;
+void request_note_uri(const char *uri, struct request_head *ret) {
+        *ret = (struct request_head){
+                .uri_end = uri ? uri + strlen(uri) : NULL,
+                .blank_in_uri = uri && strpbrk(uri, " \t"),
+        };
 }
 
 /* Raw NUL bytes in the request head. libmicrohttpd 0.9.75 parses the head
@@ -114,6 +118,76 @@ bool request_head_has_nul(struct MHD_Connection *conn, const char *method, const
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, head_header, &w);
         head_gap(&w, (const char *) w.end, "", true, 4); /* the last line's end and the blank line */
         return w.judged && w.hidden;
+}
+
+static enum MHD_Result read_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        struct request_head *h = cls;
+
+        value = value ? value : "";
+        if (strpbrk(key, " \t"))
+                h->blank_in_name = true;
+        if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+                if (h->n_host++ == 0)
+                        h->host = value;
+        } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+                if (h->n_transfer_encoding++ == 0)
+                        h->transfer_encoding = value;
+        } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+                /* libmicrohttpd reads the first one and checks that it is
+                 * a number; it does not look at the others. */
+                if (h->n_content_length++ == 0)
+                        h->content_length = value;
+                else if (strcmp(value, h->content_length) != 0)
+                        h->content_lengths_differ = true;
+        }
+        return MHD_YES;
+}
+
+void request_read_head(struct MHD_Connection *conn, const char *method, const char *url, const char *version,
+                       struct request_head *h) {
+        h->nul = request_head_has_nul(conn, method, url, version, h->uri_end);
+        h->http_1_1 = strncmp(version, "HTTP/1.", 7) == 0 && strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, read_header, h);
+}
+
+/* A transfer coding list that is exactly "chunked", blanks aside. */
+static bool is_chunked(const char *codings) {
+        codings += strspn(codings, " \t");
+        if (strncasecmp(codings, "chunked", 7) != 0)
+                return false;
+        codings += 7;
+        return codings[strspn(codings, " \t")] == '\0';
+}
+
+bool request_refuse_head(const struct request_head *h, struct web_reply *reply) {
+        const char *why = NULL;
+        unsigned status = 400;
+
+        if (h->nul)
+                why = "a NUL byte in the request line or a header";
+        else if (h->blank_in_uri)
+                why = "a space or tab in the request target";
+        else if (h->blank_in_name)
+                why = "whitespace between a header name and its colon";
+        else if (h->n_host == 0 && h->http_1_1)
+                why = "an HTTP/1.1 request needs a Host header";
+        else if (h->n_host > 1)
+                why = "more than one Host header";
+        else if (h->n_transfer_encoding && h->n_content_length)
+                why = "both Transfer-Encoding and Content-Length";
+        else if (h->content_lengths_differ)
+                why = "Content-Length headers that differ";
+        else if (h->n_transfer_encoding > 1)
+                why = "more than one Transfer-Encoding header";
+        else if (h->n_transfer_encoding && !h->http_1_1)
+                why = "Transfer-Encoding in an HTTP/1.0 request";
+        else if (h->n_transfer_encoding && !is_chunked(h->transfer_encoding)) {
+                why = "transfer codings other than chunked are not implemented";
+                status = 501;
+        }
+        if (why)
+                reply_error(reply, status, "bad_data", "%s", why);
+        return why != NULL;
 }
 
 static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {

@@ -2,7 +2,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "web/admin.h"
 #include "web/api.h"
@@ -10,22 +9,27 @@
 #include "web/routes.h"
 #include "web/scrape.h"
 
+/* The last two columns: run the handler at once, or queued after an admission check. */
+#define AT_ONCE false, NULL
+#define QUEUED(admit) true, admit
+
 /* clang-format off */
 const struct route routes_table[] = {
-        { "/metrics",             ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, scrape_serve },
-        { "/healthz",             ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_HEALTHZ, ROUTE_PARAMS_READ,    api_healthz },
-        { "/api/v1/devices",      ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_devices },
-        { "/api/v1/devices/",     ROUTE_SEGMENT, ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_device },
-        { "/api/v1/latest",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_latest },
-        { "/api/v1/query_range",  ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_query_range },
-        { "/api/v1/series",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_series },
-        { "/api/v1/status",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_status },
+        { "/metrics",             ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, scrape_serve,    AT_ONCE },
+        { "/healthz",             ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_HEALTHZ, ROUTE_PARAMS_READ,    api_healthz,     AT_ONCE },
+        { "/api/v1/devices",      ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_devices,     AT_ONCE },
+        { "/api/v1/devices/",     ROUTE_SEGMENT, ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_device,      AT_ONCE },
+        { "/api/v1/latest",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_latest,      AT_ONCE },
+        { "/api/v1/query_range",  ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_query_range,
+                                                                                                        QUEUED(api_query_range_admit) },
+        { "/api/v1/series",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_series,      QUEUED(NULL) },
+        { "/api/v1/status",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_status,      AT_ONCE },
         { "/api/v1/admin/faults", ROUTE_EXACT,   ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_DELETE,
-                                                             ROUTE_AUTH_ADMIN,   ROUTE_PARAMS_READ,    admin_faults },
+                                                             ROUTE_AUTH_ADMIN,   ROUTE_PARAMS_READ,    admin_faults,    AT_ONCE },
         /* Any other API path is a JSON 404, never a file. */
-        { "/api",                 ROUTE_SUBTREE, ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, api_not_found },
+        { "/api",                 ROUTE_SUBTREE, ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, api_not_found,   AT_ONCE },
         /* The dashboard: a file below the web root, or 404. */
-        { "/",                    ROUTE_ANY,     ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, files_serve },
+        { "/",                    ROUTE_ANY,     ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, files_serve,     AT_ONCE },
 };
 /* clang-format on */
 const size_t routes_count = sizeof(routes_table) / sizeof(routes_table[0]);
@@ -104,36 +108,32 @@ bool routes_refuse_method(const struct route *route, const char *method, const s
         return true;
 }
 
-/* Whether the request carries valid credentials, or needs none. */
-static bool has_credentials(const struct web_context *ctx, struct MHD_Connection *conn) {
-        if (!ctx->auth)
-                return true;
-        const char *header = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (!header)
-                return false;
-        if (strncasecmp(header, "Bearer ", 7) == 0)
-                return auth_check_bearer(ctx->auth, header + 7);
-        if (!auth_has_users(ctx->auth))
-                return false;
-        char *password = NULL;
-        char *user = MHD_basic_auth_get_username_password(conn, &password);
-        bool ok = user && password && auth_check_basic(ctx->auth, user, password);
-        if (password) {
-                explicit_bzero(password, strlen(password));
-                MHD_free(password);
-        }
-        if (user)
-                MHD_free(user);
-        return ok;
+/* The client's address, for the back-off of web/auth.h. */
+static const struct sockaddr *client_address(struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *info =
+                conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+        return info ? info->client_addr : NULL;
 }
 
-bool routes_refuse_access(const struct route *route, const struct web_context *ctx, const struct web_request *req,
-                          struct web_reply *reply) {
-        bool open = route->auth == ROUTE_AUTH_HEALTHZ && ctx->healthz_open;
+enum route_access routes_check_access(const struct route *route, const struct web_context *ctx,
+                                      const struct web_request *req, struct auth_attempt *attempt,
+                                      struct web_reply *reply) {
+        bool open = !ctx->auth || (route->auth == ROUTE_AUTH_HEALTHZ && ctx->healthz_open);
+        enum auth_verdict verdict = AUTH_GRANTED;
 
-        if (!open && !has_credentials(ctx, req->conn)) {
+        if (!open && req->auth != AUTH_UNCHECKED)
+                verdict = req->auth;
+        else if (!open)
+                verdict = auth_check(
+                        ctx->auth,
+                        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                        client_address(req->conn), attempt);
+        if (verdict == AUTH_VERIFY)
+                return ROUTE_ACCESS_VERIFY;
+        if (verdict != AUTH_GRANTED) {
                 reply_unauthorized(ctx, reply);
-                return true;
+                return ROUTE_ACCESS_REFUSED;
         }
-        return route->auth == ROUTE_AUTH_ADMIN && admin_refuse(ctx, req, reply);
+        return route->auth == ROUTE_AUTH_ADMIN && admin_refuse(ctx, req, reply) ? ROUTE_ACCESS_REFUSED
+                                                                                : ROUTE_ACCESS_GRANTED;
 }

@@ -4,13 +4,20 @@
  * row, the dashboard's files, takes every path no other row matched.
  *
  * The server (web/http.c) takes every request through the same steps:
+ *   0. As soon as its head has arrived: request_refuse_head (400, 501) and
+ *      the Host check of web/hosts.h (421, 400).
  *   1. routes_refuse_method: OPTIONS on a row that allows it, while
  *      cors_origin is set, gets the CORS preflight; a method the row does
  *      not allow gets 405 with Allow.
  *   2. request_refuse_oversized and request_refuse_malformed (414, 431, 400).
- *   3. routes_refuse_access: the row's auth rule (401; admin rows 404, 403).
+ *   3. routes_check_access: the row's auth rule (401; admin rows 404, 403);
+ *      a password to hash goes to a worker thread first (web/queue.h).
  *   4. request_refuse_params, for rows that read parameters (400).
- *   5. the handler, with the parameters when the row reads them. */
+ *   5. For queued rows, the row's admission check on the polling thread
+ *      (say, a query's cost: 422), then the handler on a query worker
+ *      thread, its place bounded (503 with Retry-After beyond it); for the
+ *      others the handler, at once. With the parameters when the row reads
+ *      them. */
 #pragma once
 
 #include <stdbool.h>
@@ -48,6 +55,8 @@ enum route_params {
         ROUTE_PARAMS_IGNORED, /* not checked, not handed over (a scrape config may add some) */
 };
 
+/* Fills reply. An admission check leaves reply->status 0 to let the
+ * request through. */
 typedef void (*route_handler)(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 
 struct route {
@@ -57,6 +66,10 @@ struct route {
         enum route_auth auth;
         enum route_params params;
         route_handler handler;
+        /* Queued rows read the store: their handler runs on a query worker
+         * thread, after admit (may be NULL) on the polling thread. */
+        bool queued;
+        route_handler admit;
 };
 
 extern const struct route routes_table[];
@@ -70,6 +83,13 @@ const struct route *routes_find(const char *path);
 bool routes_refuse_method(const struct route *route, const char *method, const struct web_context *ctx,
                           struct web_reply *reply);
 
-/* Step 3 above. Returns true with reply filled when the request ends here. */
-bool routes_refuse_access(const struct route *route, const struct web_context *ctx, const struct web_request *req,
-                          struct web_reply *reply);
+enum route_access {
+        ROUTE_ACCESS_GRANTED,
+        ROUTE_ACCESS_REFUSED, /* reply filled */
+        ROUTE_ACCESS_VERIFY,  /* attempt filled: auth_verify() decides, then ask again with req->auth set */
+};
+
+/* Step 3 above. */
+enum route_access routes_check_access(const struct route *route, const struct web_context *ctx,
+                                      const struct web_request *req, struct auth_attempt *attempt,
+                                      struct web_reply *reply);

@@ -53,7 +53,7 @@ for i in range(60):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(("127.0.0.1", port))
     path = "/metrics" if i % 2 else "/api/v1/query_range?metric=neuroncore_utilization_ratio&step=1s"
-    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     s.recv(100)
     if i % 3 == 0:  # reset rather than close
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

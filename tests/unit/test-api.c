@@ -223,7 +223,7 @@ static void query_range__bad_parameters__400_naming_them(void **state) {
                "parameter 'start': start is after end", NULL);
 }
 
-static void query_range__store_cannot_answer__503_or_400(void **state) {
+static void query_range__store_cannot_answer__503_or_422(void **state) {
         struct web_fixture *f = *state;
 
         f->history.error = -EAGAIN;
@@ -233,8 +233,32 @@ static void query_range__store_cannot_answer__503_or_400(void **state) {
         expect(f, "/api/v1/query_range?metric=neuron_device_up", 503, "reading the store failed: Input/output error",
                NULL);
         f->history.error = -E2BIG;
-        expect(f, "/api/v1/query_range?metric=neuron_device_up", 400,
-               "the query would return more than 1000000 points in all", NULL);
+        expect(f, "/api/v1/query_range?metric=neuron_device_up", 422,
+               "\"errorType\":\"execution\",\"error\":\"the query would return more than 1000000 points in all", NULL);
+}
+
+/* The cost is counted before the store is asked: the running backend's
+ * series that match, times the points per series. */
+static void query_range__over_the_limits__422_naming_them(void **state) {
+        struct web_fixture *f = *state;
+        const char *two_series = "/api/v1/query_range?metric=neuroncore_utilization_ratio&start=0&end=999&step=1";
+
+        f->history.last_query.metric = METRIC__COUNT; /* to see that the store is not asked */
+        f->ctx.max_query_series = 1;
+        expect(f, two_series, 422, "\"errorType\":\"execution\"",
+               "the query matches 2 series, more than max_query_series (1); add label filters", NULL);
+        f->ctx.max_query_series = 0;
+        f->ctx.max_query_points = 1999; /* 2 series x 1000 points is one more */
+        expect(f, two_series, 422,
+               "the query would return up to 2000 points (2 series x 1000 points per series), more than "
+               "max_query_points (1999); add label filters or increase step",
+               NULL);
+        assert_int_equal(f->history.last_query.metric, METRIC__COUNT);
+        /* A label filter brings it under. */
+        expect(f, "/api/v1/query_range?metric=neuroncore_utilization_ratio&neuroncore=2&start=0&end=999&step=1", 200,
+               NULL);
+        f->ctx.max_query_points = 2000;
+        expect(f, two_series, 200, NULL);
 }
 
 static void series__filters__reach_the_store(void **state) {
@@ -304,7 +328,8 @@ int main(void) {
                 SERVED(latest__bad_parameters__400_naming_them),
                 SERVED(query_range__parameters__one_history_query),
                 SERVED(query_range__bad_parameters__400_naming_them),
-                SERVED(query_range__store_cannot_answer__503_or_400),
+                SERVED(query_range__store_cannot_answer__503_or_422),
+                SERVED(query_range__over_the_limits__422_naming_them),
                 SERVED(series__filters__reach_the_store),
                 SERVED(series__bad_parameters_or_store__400_or_503),
                 SERVED(status__daemon_state__reported),

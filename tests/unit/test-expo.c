@@ -104,6 +104,48 @@ static void expo_render__label_value__escaped(void **state) {
         free(text);
 }
 
+/* Bytes that are not UTF-8 go out as U+FFFD; valid characters as they are. */
+static void expo_escape_label_value__invalid_utf8__replacement_character(void **state) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "Trainium\xff"
+                  "2",
+                  "Trainium\xef\xbf\xbd"
+                  "2" },
+                { "\xc3\xa9t\xc3\xa9", "\xc3\xa9t\xc3\xa9" },
+                { "a\xc3", "a\xef\xbf\xbd" },
+                { "\xed\xa0\x80\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\\\"" }, /* a surrogate, then a quote */
+                { "\xf0\x9f\x98\x80\n", "\xf0\x9f\x98\x80\\n" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct buf b = { 0 };
+                expo_escape_label_value(&b, cases[i].in);
+                buf_append(&b, "", 1);
+                assert_string_equal(b.data, cases[i].out);
+                assert_true(utf8_valid(b.data));
+                buf_free(&b);
+        }
+}
+
+static void utf8_sanitize__invalid_bytes__replaced_and_cut_at_characters(void **state) {
+        char out[8];
+
+        assert_int_equal(utf8_sanitize(out, sizeof(out),
+                                       "ab\xff"
+                                       "c"),
+                         6);
+        assert_string_equal(out, "ab\xef\xbf\xbd"
+                                 "c");
+        assert_int_equal(utf8_sanitize(out, sizeof(out), "\xc3\xa9"), 2);
+        assert_string_equal(out, "\xc3\xa9");
+        /* Does not fit: cut before the character that would not. */
+        assert_int_equal(utf8_sanitize(out, sizeof(out), "abcde\xff"), 8);
+        assert_string_equal(out, "abcde");
+        assert_int_equal(utf8_sanitize(out, sizeof(out), ""), 0);
+        assert_string_equal(out, "");
+}
+
 static void buf_double__values__shortest_round_trip(void **state) {
         static const struct {
                 double v;
@@ -246,6 +288,8 @@ int main(void) {
                 cmocka_unit_test(expo_render__families__grouped_with_help_and_type),
                 cmocka_unit_test(expo_render__invalid_value__series_absent),
                 cmocka_unit_test(expo_render__label_value__escaped),
+                cmocka_unit_test(expo_escape_label_value__invalid_utf8__replacement_character),
+                cmocka_unit_test(utf8_sanitize__invalid_bytes__replaced_and_cut_at_characters),
                 cmocka_unit_test(buf_double__values__shortest_round_trip),
                 cmocka_unit_test(expo_render__no_snapshot__build_info_only),
                 cmocka_unit_test(expo_render__openmetrics__counter_family_unit_and_eof),

@@ -149,6 +149,85 @@ static void request_head_has_nul__through_the_server__400(void **state) {
         web_fixture_free(&f);
 }
 
+/* Sends a whole request as it is; returns the status, and checks that the
+ * answer has one status line and, when body_part is given, says it. */
+static unsigned send_whole(struct web_fixture *f, const char *raw, const char *body_part) {
+        struct web_answer a;
+
+        web_fixture_send(f, raw, strlen(raw), &a);
+        unsigned status = a.status;
+        const char *second = strstr(a.text, "\nHTTP/1.");
+        if (second)
+                fail_msg("two status lines for:\n%s\nanswer:\n%s", raw, a.text);
+        if (body_part && !strstr(a.body, body_part))
+                fail_msg("expected '%s' for:\n%s\nanswer:\n%s", body_part, raw, a.text);
+        web_answer_free(&a);
+        return status;
+}
+
+static void request_refuse_head__framing__400_or_501_at_once(void **state) {
+        struct web_fixture f;
+
+        web_fixture_init(&f);
+        web_fixture_start(&f);
+        assert_int_equal(send_whole(&f, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", NULL),
+                         200);
+        assert_int_equal(send_whole(&f, "GET /healthz HTTP/1.0\r\n\r\n", NULL), 200);
+        assert_int_equal(
+                send_whole(&f,
+                           "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
+                           "Connection: close\r\n\r\n",
+                           NULL),
+                200);
+        assert_int_equal(send_whole(&f,
+                                    "GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: Chunked\r\n"
+                                    "Connection: close\r\n\r\n0\r\n\r\n",
+                                    NULL),
+                         200);
+        /* Each of these is answered as soon as its head is in: the
+         * connection is not kept open waiting for a body. */
+        assert_int_equal(send_whole(&f, "GET /healthz HTTP/1.1\r\n\r\n", "an HTTP/1.1 request needs a Host header"),
+                         400);
+        assert_int_equal(send_whole(&f, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: 127.0.0.1\r\n\r\n",
+                                    "more than one Host header"),
+                         400);
+        assert_int_equal(send_whole(&f, "GET /healthz HTTP/1.1\r\nHost : localhost\r\n\r\n",
+                                    "whitespace between a header name and its colon"),
+                         400);
+        assert_int_equal(send_whole(&f, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A\t: 1\r\n\r\n",
+                                    "whitespace between a header name and its colon"),
+                         400);
+        assert_int_equal(send_whole(&f, "GET /healthz x HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                                    "a space or tab in the request target"),
+                         400);
+        assert_int_equal(send_whole(&f,
+                                    "POST /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n"
+                                    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                                    "both Transfer-Encoding and Content-Length"),
+                         400);
+        assert_int_equal(send_whole(&f,
+                                    "POST /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
+                                    "Content-Length: 5\r\n\r\nhello",
+                                    "Content-Length headers that differ"),
+                         400);
+        assert_int_equal(send_whole(&f,
+                                    "POST /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
+                                    "Transfer-Encoding: chunked\r\n\r\n",
+                                    "more than one Transfer-Encoding header"),
+                         400);
+        assert_int_equal(send_whole(&f, "POST /healthz HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                    "Transfer-Encoding in an HTTP/1.0 request"),
+                         400);
+        static const char *const codings[] = { "xchunked", "gzip, chunked", "identity", "chunked, gzip" };
+        for (size_t i = 0; i < sizeof(codings) / sizeof(codings[0]); i++) {
+                char raw[256];
+                snprintf(raw, sizeof(raw), "POST /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: %s\r\n\r\n",
+                         codings[i]);
+                assert_int_equal(send_whole(&f, raw, "transfer codings other than chunked are not implemented"), 501);
+        }
+        web_fixture_free(&f);
+}
+
 static void request_checks__through_the_server__refused_before_any_handler(void **state) {
         struct web_fixture f;
         char target[REQUEST_URL_MAX_BYTES + 64], filler[8300], header[8400];
@@ -173,6 +252,7 @@ int main(void) {
                 cmocka_unit_test(request_refuse_malformed__not_utf8__400),
                 cmocka_unit_test(request_refuse_params__count_and_lengths__400),
                 cmocka_unit_test(request_head_has_nul__through_the_server__400),
+                cmocka_unit_test(request_refuse_head__framing__400_or_501_at_once),
                 cmocka_unit_test(request_checks__through_the_server__refused_before_any_handler),
         };
         return cmocka_run_group_tests_name("request", tests, NULL, NULL);

@@ -170,6 +170,41 @@ static void store_query_range__too_many_points__e2big(void **state) {
         store_close(s);
 }
 
+/* Counts its calls; says "give up" from the second on. */
+static bool cancel_after_one(const void *cls) {
+        int *calls = (int *) cls;
+        return ++*calls > 1;
+}
+
+/* The query asks between series, and stops when told. */
+static void store_query_range__cancelled__ecanceled(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+        double values[] = { 0.5, 0.75, 1 };
+        uint8_t valid[] = { 1, 1, 1 };
+        assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
+
+        int calls = 0;
+        struct history_query q = {
+                .metric = METRIC_CORE_UTILIZATION,
+                .start_ms = 0,
+                .end_ms = 10000,
+                .step_ms = 1000,
+                .cancelled = cancel_after_one,
+                .cancel_cls = &calls,
+        };
+        struct history_result *r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), -ECANCELED);
+        assert_null(r);
+        assert_int_equal(calls, 2); /* before the first series, and the second */
+        /* The store answers the next query as usual. */
+        q.cancelled = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), 0);
+        assert_int_equal(r->n_series, 2);
+        history_result_free(r);
+        store_close(s);
+}
+
 static void store_append__wrong_count__einval(void **state) {
         struct fixture *f = *state;
         struct store *s = open_store(f->path);
@@ -207,6 +242,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_open__reopen__series_keep_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__newer_schema__eprotonosupport, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__too_many_points__e2big, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__cancelled__ecanceled, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__wrong_count__einval, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_rollup_due__minute_ended__true_once, setup, teardown),
         };

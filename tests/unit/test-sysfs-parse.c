@@ -60,6 +60,15 @@ static void sysfs_parse_string__line__copied_without_newline(void **state) {
         assert_string_equal(out, "NDv2");
 }
 
+static void sysfs_parse_string__not_utf8__replacement_character(void **state) {
+        char out[16];
+        assert_int_equal(sysfs_parse_string(S("Tr\xe4inium\n"), out, sizeof(out)), 0);
+        assert_string_equal(out, "Tr\xef\xbf\xbdinium");
+        /* What no longer fits once replaced does not fit, and out is left as it was. */
+        assert_int_equal(sysfs_parse_string(S("\xff\xff\xff\xff\xff\xff"), out, sizeof(out)), -ERANGE);
+        assert_string_equal(out, "Tr\xef\xbf\xbdinium");
+}
+
 static void sysfs_parse_string__bad_input__error(void **state) {
         char out[8] = "keep";
         /* The driver prints "\n" when it cannot read the serial number. */
@@ -162,6 +171,7 @@ int main(void) {
                 cmocka_unit_test(sysfs_parse_u64__garbage__einval),
                 cmocka_unit_test(sysfs_parse_u64__overflow__erange),
                 cmocka_unit_test(sysfs_parse_string__line__copied_without_newline),
+                cmocka_unit_test(sysfs_parse_string__not_utf8__replacement_character),
                 cmocka_unit_test(sysfs_parse_string__bad_input__error),
                 cmocka_unit_test(sysfs_parse_power__valid__fields),
                 cmocka_unit_test(sysfs_parse_power__other_status__parsed_with_status),
