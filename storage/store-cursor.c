@@ -302,9 +302,11 @@ static int cursor_count_after(void *impl, const struct cursor_position *after, u
 }
 
 static int64_t cursor_newest(void *impl) {
-        struct history_stats st;
-        store_get_stats(impl, &st);
-        return st.newest_ms;
+        struct store *s = impl;
+        pthread_mutex_lock(&s->stats_lock);
+        int64_t newest = s->stats.newest_ms;
+        pthread_mutex_unlock(&s->stats_lock);
+        return newest;
 }
 
 static uint64_t cursor_generation(void *impl) {
