@@ -47,6 +47,7 @@ struct daemon {
         struct loop loop;
         struct cursor_source cursor; /* the store, as the remote writers read it */
         struct remote_set *remote;   /* NULL without remote write endpoints */
+        struct forward forward;      /* the writers' counters, for /metrics */
         struct expo *expo;
         atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         struct web_context web;
@@ -277,6 +278,7 @@ static int open_remote_write(struct daemon *d) {
                 log_error("%s", err);
                 return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
         }
+        d->forward = (struct forward){ &remote_forward_ops, d->remote };
         d->loop.after_tick = wake_remote_writers;
         d->loop.after_tick_userdata = d->remote;
         for (size_t i = 0; i < s->n_remote_write; i++)
@@ -315,6 +317,7 @@ static void fill_web_context(struct daemon *d) {
                         .store_errors = &d->loop.store_errors,
                         .http_requests = d->http_requests,
                         .history = &d->web.history,
+                        .forward = &d->forward,
                 },
                 .latest = &d->latest,
                 .history = { &store_history_ops, d->store },

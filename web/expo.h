@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "lib/buf.h"
+#include "lib/forward.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
 #include "lib/snapshot.h"
@@ -43,6 +44,7 @@ struct expo_self {
         const atomic_uint_fast64_t *store_errors;
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
         const struct history *history;             /* the store's write health, or NULL */
+        const struct forward *forward;             /* remote write endpoints, or NULL */
 };
 
 int expo_new(const struct series_desc *series, size_t n, struct expo **ret);
