@@ -308,7 +308,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
 }
 
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out) {
+/* The series, which depend only on the snapshot. */
+static void render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,
+                          struct buf *out) {
         int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
 
         if (!snap || snap->n != e->n_series)
@@ -330,16 +332,11 @@ void expo_render_series(const struct expo *e, const struct snapshot *snap, enum 
         }
 }
 
-void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
-                      struct buf *out) {
+void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
+                 enum accept_format format, struct buf *out) {
+        render_series(e, snap, format, out);
         buf_reserve(out, 4096);
         render_self(snap, self, format, out);
         if (format == ACCEPT_OPENMETRICS)
                 buf_puts(out, "# EOF\n");
-}
-
-void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
-                 enum accept_format format, struct buf *out) {
-        expo_render_series(e, snap, format, out);
-        expo_render_self(snap, self, format, out);
 }

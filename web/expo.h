@@ -57,13 +57,5 @@ void expo_free(struct expo *e); /* NULL-safe */
 void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
                  enum accept_format format, struct buf *out);
 
-/* The two halves of expo_render(): the series, which depend only on the
- * snapshot (so a server may render them once per tick and reuse them),
- * and neurond's own metrics plus the OpenMetrics "# EOF", which change with
- * every request. */
-void expo_render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format, struct buf *out);
-void expo_render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
-                      struct buf *out);
-
 /* Appends a label value escaped for both formats (\\, \" and \n). */
 void expo_escape_label_value(struct buf *out, const char *value);

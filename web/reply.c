@@ -107,34 +107,51 @@ bool reply_prepare(struct MHD_Connection *conn, struct web_reply *reply) {
 }
 
 void reply_free(struct web_reply *reply) {
-        if (reply->response)
+        if (reply->release)
+                reply->release(reply->release_cls);
+        else if (reply->response)
                 MHD_destroy_response(reply->response);
         reply->response = NULL;
+        reply->release = NULL;
         buf_free(&reply->body);
 }
 
-enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
-        if (!reply_prepare(conn, reply))
-                return MHD_NO;
-        struct MHD_Response *resp = reply->response;
-        reply->response = NULL;
-        buf_free(&reply->body);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, reply->content_type);
+void reply_common_headers(struct MHD_Response *resp, const struct web_context *ctx, const char *content_type) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
         MHD_add_response_header(resp, "Content-Security-Policy", CSP);
         MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        if (ctx->cors_origin && *ctx->cors_origin) {
+                MHD_add_response_header(resp, "Access-Control-Allow-Origin", ctx->cors_origin);
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+        }
+}
+
+static void count_status(const struct web_context *ctx, unsigned status) {
+        if (ctx->http_requests)
+                atomic_fetch_add_explicit(&ctx->http_requests[expo_http_code_index(status)], 1, memory_order_relaxed);
+}
+
+enum MHD_Result reply_send(struct MHD_Connection *conn, const struct web_context *ctx, struct web_reply *reply) {
+        if (reply->release) {
+                /* Shared: libmicrohttpd takes its own reference when queueing. */
+                count_status(ctx, reply->status);
+                enum MHD_Result ret = MHD_queue_response(conn, reply->status, reply->response);
+                reply_free(reply);
+                return ret;
+        }
+        if (!reply_prepare(conn, reply))
+                return MHD_NO;
+        count_status(ctx, reply->status);
+        struct MHD_Response *resp = reply->response;
+        reply->response = NULL;
+        buf_free(&reply->body);
+        reply_common_headers(resp, ctx, reply->content_type);
         if (reply->retry_after_s) {
                 char seconds[16];
                 snprintf(seconds, sizeof(seconds), "%u", reply->retry_after_s);
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
         }
-        if (ctx->cors_origin && *ctx->cors_origin) {
-                MHD_add_response_header(resp, "Access-Control-Allow-Origin", ctx->cors_origin);
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
-        }
-        if (ctx->http_requests)
-                atomic_fetch_add_explicit(&ctx->http_requests[expo_http_code_index(reply->status)], 1,
-                                          memory_order_relaxed);
         enum MHD_Result ret = MHD_queue_response(conn, reply->status, resp);
         MHD_destroy_response(resp);
         return ret;

@@ -19,6 +19,12 @@ struct web_reply {
         char allow[64];                /* Allow header, for 405; or "" */
         unsigned retry_after_s;        /* Retry-After header, for 503; or 0 */
         struct MHD_Response *response; /* instead of body; reply_send() adds the common headers and owns it */
+        /* With release set, response is shared by many requests and carries
+         * every header already (reply_common_headers()): reply_send()
+         * queues it as it is, and reply_send() or reply_free() then calls
+         * release(release_cls) instead of destroying it. */
+        void (*release)(void *cls);
+        void *release_cls;
 };
 
 /* Fills reply with a Prometheus-style JSON error:
@@ -32,6 +38,10 @@ void reply_unauthorized(const struct web_context *ctx, struct web_reply *reply);
 /* The 204 answer to a CORS preflight; methods: what the path allows,
  * such as "GET, HEAD". */
 void reply_preflight(struct web_reply *reply, const char *methods);
+
+/* Adds the headers every response carries (Content-Type, nosniff, the
+ * CSP, the referrer policy, CORS when configured) to resp. */
+void reply_common_headers(struct MHD_Response *resp, const struct web_context *ctx, const char *content_type);
 
 /* Turns reply's body into its response: a body that failed to grow is
  * answered 500; a body of 1 KiB or more is gzip-compressed when the

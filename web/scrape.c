@@ -10,23 +10,39 @@
 #include "web/gzip.h"
 #include "web/scrape.h"
 
-/* The series half of /metrics for one tick, format and encoding. */
+/* One tick's /metrics in one format and encoding: the body and the
+ * libmicrohttpd response that sends it, headers and all. libmicrohttpd
+ * sends the body from this buffer (no copy) and counts the connections
+ * it is queued on; the body is freed when the last of them is done and
+ * the cache has let go of the response. */
 struct rendered {
-        atomic_int refs;
+        atomic_int refs; /* the cache's and the scrapes' between lookup and queueing */
         uint64_t tick;
         struct buf body;
+        struct MHD_Response *response;
 };
 
+#define FORMATS 2 /* enum accept_format */
+
 struct scrape_cache {
-        pthread_mutex_t lock;
-        struct rendered *slot[2][2]; /* [accept_format][gzip] */
+        pthread_mutex_t lock;              /* guards slot */
+        pthread_mutex_t render[FORMATS];   /* one rendering of a format at a time */
+        struct rendered *slot[FORMATS][2]; /* [format][gzip] */
 };
 
 static void rendered_unref(struct rendered *r) {
         if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
-                buf_free(&r->body);
+                if (r->response)
+                        MHD_destroy_response(r->response); /* the body goes with its last connection */
+                else
+                        buf_free(&r->body);
                 free(r);
         }
+}
+
+/* libmicrohttpd's call when the last connection sending a body is done. */
+static void body_free(void *data) {
+        free(data);
 }
 
 int scrape_cache_new(struct scrape_cache **ret) {
@@ -34,6 +50,8 @@ int scrape_cache_new(struct scrape_cache **ret) {
         if (!cache)
                 return -ENOMEM;
         pthread_mutex_init(&cache->lock, NULL);
+        for (int f = 0; f < FORMATS; f++)
+                pthread_mutex_init(&cache->render[f], NULL);
         *ret = cache;
         return 0;
 }
@@ -41,53 +59,31 @@ int scrape_cache_new(struct scrape_cache **ret) {
 void scrape_cache_free(struct scrape_cache *cache) {
         if (!cache)
                 return;
-        for (int f = 0; f < 2; f++)
+        for (int f = 0; f < FORMATS; f++) {
                 for (int z = 0; z < 2; z++)
                         rendered_unref(cache->slot[f][z]);
+                pthread_mutex_destroy(&cache->render[f]);
+        }
         pthread_mutex_destroy(&cache->lock);
         free(cache);
 }
 
-/* Replaces b's text by its gzip; b is marked failed when that fails. */
-static void compress(struct buf *b) {
-        struct buf z = { 0 };
-
-        if (b->failed)
-                return;
-        if (gzip_encode(b, &z) < 0)
-                z.failed = true;
-        buf_free(b);
-        *b = z;
-}
-
-/* A reference to the series half for snap, rendered now unless another
- * scrape of the same tick already did. NULL when out of memory. */
-static struct rendered *cached_series(struct scrape_cache *cache, const struct expo *expo, const struct snapshot *snap,
-                                      enum accept_format format, bool gzip) {
-        struct rendered *r, *old = NULL;
-
+/* A reference to the cached rendering of tick for (format, gzip), or NULL. */
+static struct rendered *cache_get(struct scrape_cache *cache, uint64_t tick, enum accept_format format, bool gzip) {
         pthread_mutex_lock(&cache->lock);
-        r = cache->slot[format][gzip];
-        if (r && r->tick == snap->tick)
+        struct rendered *r = cache->slot[format][gzip];
+        if (r && r->tick == tick)
                 atomic_fetch_add(&r->refs, 1);
         else
                 r = NULL;
         pthread_mutex_unlock(&cache->lock);
-        if (r)
-                return r;
+        return r;
+}
 
-        r = calloc(1, sizeof(*r));
-        if (!r)
-                return NULL;
-        atomic_init(&r->refs, 1);
-        r->tick = snap->tick;
-        expo_render_series(expo, snap, format, &r->body);
-        if (gzip)
-                compress(&r->body);
-        if (r->body.failed) {
-                rendered_unref(r);
-                return NULL;
-        }
+/* Makes r the cached rendering of its slot (unless a newer tick's is),
+ * keeping the caller's reference. */
+static void cache_put(struct scrape_cache *cache, struct rendered *r, enum accept_format format, bool gzip) {
+        struct rendered *old = NULL;
         pthread_mutex_lock(&cache->lock);
         struct rendered **slot = &cache->slot[format][gzip];
         if (!*slot || (*slot)->tick < r->tick) {
@@ -97,19 +93,73 @@ static struct rendered *cached_series(struct scrape_cache *cache, const struct e
         }
         pthread_mutex_unlock(&cache->lock);
         rendered_unref(old);
+}
+
+/* The response for body, with every header a /metrics answer carries. */
+static struct rendered *finish(const struct web_context *ctx, uint64_t tick, struct buf *body,
+                               enum accept_format format, bool gzip) {
+        struct rendered *r = calloc(1, sizeof(*r));
+        if (!r || body->failed) {
+                buf_free(body);
+                free(r);
+                return NULL;
+        }
+        atomic_init(&r->refs, 1);
+        r->tick = tick;
+        r->body = *body;
+        *body = (struct buf){ 0 };
+        r->response = MHD_create_response_from_buffer_with_free_callback_cls(r->body.len, r->body.data, body_free,
+                                                                             r->body.data);
+        if (!r->response) {
+                rendered_unref(r);
+                return NULL;
+        }
+        if (gzip)
+                MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        MHD_add_response_header(r->response, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
+        MHD_add_response_header(r->response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        reply_common_headers(r->response, ctx,
+                             format == ACCEPT_OPENMETRICS ? EXPO_OPENMETRICS_CONTENT_TYPE : EXPO_CONTENT_TYPE);
         return r;
 }
 
-struct metrics_body {
-        struct rendered *series; /* shared, or NULL before the first tick */
-        struct buf self;         /* this request's own part */
-};
+/* The rendering of snap for (format, gzip): cached, or made now. Scrapes
+ * of one format wait for the one rendering it; the compressed body is the
+ * plain one compressed, in one gzip stream. NULL when out of memory. */
+static struct rendered *rendering(struct scrape_cache *cache, const struct web_context *ctx,
+                                  const struct snapshot *snap, enum accept_format format, bool gzip) {
+        uint64_t tick = snap ? snap->tick : 0; /* before the first tick: neurond's own metrics only */
+        struct rendered *r = cache_get(cache, tick, format, gzip), *plain = NULL;
+        if (r)
+                return r;
+        pthread_mutex_lock(&cache->render[format]);
+        r = cache_get(cache, tick, format, gzip);
+        if (!r)
+                plain = cache_get(cache, tick, format, false);
+        if (!r && !plain) {
+                struct buf body = { 0 };
+                expo_render(ctx->expo, snap, &ctx->self, format, &body);
+                plain = finish(ctx, tick, &body, format, false);
+                if (plain)
+                        cache_put(cache, plain, format, false);
+        }
+        if (!r && plain && gzip) {
+                struct buf z = { 0 };
+                if (gzip_encode(&plain->body, &z) < 0)
+                        z.failed = true;
+                r = finish(ctx, tick, &z, format, true);
+                if (r)
+                        cache_put(cache, r, format, true);
+                rendered_unref(plain);
+        } else if (!r) {
+                r = plain;
+        }
+        pthread_mutex_unlock(&cache->render[format]);
+        return r;
+}
 
-static void metrics_body_free(void *cls) {
-        struct metrics_body *m = cls;
-        rendered_unref(m->series);
-        buf_free(&m->self);
-        free(m);
+static void release(void *cls) {
+        rendered_unref(cls);
 }
 
 void scrape_serve(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
@@ -117,41 +167,16 @@ void scrape_serve(const struct web_context *ctx, const struct web_request *req, 
                 accept_format(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
         bool gzip =
                 accept_gzip(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
-        struct metrics_body *m = calloc(1, sizeof(*m));
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
-        bool failed = !m;
+        struct rendered *r = rendering(req->scrape, ctx, snap, format, gzip);
 
-        if (m && snap) {
-                m->series = cached_series(req->scrape, ctx->expo, snap, format, gzip);
-                failed = !m->series;
-        }
-        if (m && !failed) {
-                expo_render_self(snap, &ctx->self, format, &m->self);
-                if (gzip)
-                        compress(&m->self);
-                failed = m->self.failed;
-        }
         snapshot_unref(snap);
-        if (failed) {
-                if (m)
-                        metrics_body_free(m);
+        if (!r) {
                 reply_error(reply, 500, "internal", "out of memory");
                 return;
         }
-        struct MHD_IoVec iov[2] = {
-                { .iov_base = m->series ? m->series->body.data : "", .iov_len = m->series ? m->series->body.len : 0 },
-                { .iov_base = m->self.data, .iov_len = m->self.len },
-        };
-        reply->response = MHD_create_response_from_iovec(iov, 2, metrics_body_free, m);
-        if (!reply->response) {
-                metrics_body_free(m);
-                reply_error(reply, 500, "internal", "out of memory");
-                return;
-        }
-        if (gzip)
-                MHD_add_response_header(reply->response, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-        MHD_add_response_header(reply->response, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
-        MHD_add_response_header(reply->response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         reply->status = 200;
-        reply->content_type = format == ACCEPT_OPENMETRICS ? EXPO_OPENMETRICS_CONTENT_TYPE : EXPO_CONTENT_TYPE;
+        reply->response = r->response;
+        reply->release = release;
+        reply->release_cls = r;
 }

@@ -67,7 +67,16 @@ enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -o "$TEST_TMP/gz" -w '%h
 [ "$enc" = "gzip" ] || fail "no gzip for Accept-Encoding: gzip (got '$enc')"
 gzip -t "$TEST_TMP/gz" || fail "the gzip body is not valid gzip"
 gunzip -c "$TEST_TMP/gz" | grep -q '^neuroncore_utilization_ratio{' || fail "gzip body lacks the metrics"
-# The series and neurond's own metrics travel as two gzip members: one stream.
+# One gzip member holds the whole page: clients that read only the first
+# (curl --compressed, browsers) see neurond's own metrics too.
+"$PYTHON" -c 'import sys, zlib
+d = zlib.decompressobj(31)
+page = d.decompress(open(sys.argv[1], "rb").read())
+assert d.eof and not d.unused_data, "more than one gzip member"
+assert b"\nneurond_build_info{" in page' "$TEST_TMP/gz" || fail "the gzip body is not one member with every family"
+curl -sS --max-time 10 --compressed -o "$TEST_TMP/compressed" "$URL/metrics"
+grep -q '^neurond_collector_up{' "$TEST_TMP/compressed" || fail "curl --compressed does not see neurond_* families"
+grep -q '^neuroncore_utilization_ratio{' "$TEST_TMP/compressed" || fail "curl --compressed does not see the series"
 curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -H "Accept: $PROM_ACCEPT" -o "$TEST_TMP/omgz" "$URL/metrics"
 [ "$(gunzip -c "$TEST_TMP/omgz" | tail -n 1)" = "# EOF" ] || fail "gzip OpenMetrics does not end with # EOF"
 gunzip -c "$TEST_TMP/omgz" | grep -q '^neuroncore_utilization_ratio{' || fail "gzip OpenMetrics lacks the series"
@@ -76,9 +85,13 @@ list(p(gzip.decompress(open(sys.argv[1], "rb").read()).decode()))' "$TEST_TMP/om
 enc=$(curl -sS --max-time 10 -H 'Accept-Encoding: gzip;q=0, identity' -o /dev/null -w '%header{content-encoding}' "$URL/metrics")
 [ -z "$enc" ] || fail "gzip sent although refused"
 
-# Self metrics move: requests are counted by code.
+# Self metrics move: requests are counted by code, in the page of the
+# next tick (the page is rendered once per tick).
 http /nonexistent.html >/dev/null
-http /metrics | grep -q '^neurond_http_requests_total{code="404"} [1-9]' || fail "404 not counted"
+counted_404() {
+  http /metrics | grep -q '^neurond_http_requests_total{code="404"} [1-9]'
+}
+wait_until 5 counted_404 || fail "404 not counted"
 stored=$(http /metrics | sed -n 's/^neurond_samples_stored_total \([0-9]*\)$/\1/p')
 [ "${stored:-0}" -gt 0 ] || fail "neurond_samples_stored_total is '$stored'"
 http /metrics | grep -q '^neurond_store_errors_total 0$' || fail "store errors on a healthy store"

@@ -43,7 +43,8 @@ healthz_degraded() {
   http /healthz | grep -q '"status":"degraded"'
 }
 wait_until 10 healthz_degraded || fail "/healthz never said degraded: $(http /healthz)"
-metric_is neurond_storage_degraded 1 || fail "neurond_storage_degraded is not 1"
+# /metrics is as of the latest tick: it may say so a tick later.
+wait_until 5 metric_is neurond_storage_degraded 1 || fail "neurond_storage_degraded is not 1"
 # From here on no tick goes to the damaged file: each waits in memory.
 wait_until tick_and_time || fail "no tick number and time of the same tick"
 TICK_BEFORE=$TICK TIME_BEFORE=$TIME
@@ -62,7 +63,7 @@ status=0
 rmdir "$DB".damaged-*
 wait_until 30 metric_is neurond_storage_degraded 0 || fail "the daemon did not recover"
 http /healthz | grep -q '"status":"ok"' || fail "/healthz after recovery: $(http /healthz)"
-metric_is neurond_storage_damaged_databases_total 1 || fail "the damaged file is not counted"
+wait_until 5 metric_is neurond_storage_damaged_databases_total 1 || fail "the damaged file is not counted"
 aside=$(ls "$TEST_TMP" | grep '^neurond\.db\.damaged-[0-9]*$') || fail "the damaged file was not kept"
 [ "$(echo "$aside" | wc -l)" -eq 1 ] || fail "more than one file set aside: $aside"
 file_has "$DAEMON_LOG" "the database file was damaged: kept it as $DB.damaged-[0-9]* and started a new one" ||

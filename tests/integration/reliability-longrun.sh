@@ -26,9 +26,9 @@ run_start=$(date +%s)
 wait_until 300 days_passed 30 || fail "30 simulated days took too long"
 echo "30 simulated days in about $(($(date +%s) - run_start)) s"
 
-python3 - "$TEST_TMP/neurond.db" "$PORT" "$SLOW" <<'PY' || fail "long run: see above"
+python3 - "$TEST_TMP/neurond.db" "$PORT" <<'PY' || fail "long run: see above"
 import json, sqlite3, sys, urllib.request
-db, port, slow = sys.argv[1], sys.argv[2], int(sys.argv[3]) > 1
+db, port = sys.argv[1], sys.argv[2]
 # A reader next to the running daemon (WAL): one consistent snapshot.
 con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 con.execute("BEGIN")
@@ -43,9 +43,20 @@ def check(ok, what):
     if not ok:
         problems.append(what)
 
-# Raw data expired on time: kept for 48 h (expiry runs once per 5 min chunk span).
+# Raw data expired on time: nothing older than 48 h is kept (expiry runs
+# once per 5 min chunk span), and nothing younger than 47 h is gone: the
+# 1 min tier counts no sample there that the raw tier lost. (A loaded
+# machine skips ticks, so the oldest chunk itself may be younger than 47 h.)
+# The raw side counts every chunk that reaches into the window, and the
+# ticks not yet in chunks, so a chunk straddling its start is not missed.
 age_h = (newest - oldest_raw) / H
-check(47 <= age_h <= 48 + 10 / 60, f"oldest raw chunk {age_h:.2f} h before the newest tick (48 h retention)")
+check(age_h <= 48 + 10 / 60, f"oldest raw chunk {age_h:.2f} h before the newest tick (48 h retention)")
+keep = (newest - 47 * H) // H * H + H
+raw_kept = (con.execute("SELECT sum(count) FROM chunks WHERE series_id = ? AND end_ts >= ?", (sid, keep)).fetchone()[0] or 0) \
+    + con.execute("SELECT count(*) FROM recent WHERE ts >= ?", (keep,)).fetchone()[0]
+m1_kept = con.execute("SELECT sum(count) FROM rollup_1m WHERE series_id = ? AND ts >= ? AND ts < ?",
+                      (sid, keep, newest // M * M)).fetchone()[0] or 0
+check(raw_kept > 0 and raw_kept >= m1_kept, f"the last 47 h: raw {raw_kept} samples, 1 min tier {m1_kept} in its closed minutes")
 oldest_1m, = con.execute("SELECT min(ts) FROM rollup_1m").fetchone()
 check((newest - oldest_1m) <= 30 * DAY + H, f"oldest 1 min row {(newest - oldest_1m) / DAY:.2f} d old (30 d retention)")
 
@@ -60,19 +71,16 @@ h1 = con.execute("SELECT sum(count) FROM rollup_1h WHERE series_id = ? AND ts >=
 check(raw > 0 and raw == m1 == h1, f"samples {(hi - lo) // H} h back: raw {raw}, 1 min {m1}, 1 h {h1}")
 first_1h, = con.execute("SELECT min(ts) FROM rollup_1h WHERE series_id = ?", (sid,)).fetchone()
 hours = con.execute("SELECT count(*) FROM rollup_1h WHERE series_id = ? AND ts < ?", (sid, hi)).fetchone()[0]
-if not slow:
-    check(hours >= 29 * 24, f"{hours} hourly rows for the series")
-else:
-    # Under valgrind the loop overruns and skips ticks, at times a whole
-    # simulated hour (83 ms here): the 1 h tier must still span the 30 days
-    # and hold a row for each hour the 1 min tier has samples in.
-    lo_1m = (oldest_1m // H + 1) * H
-    want = con.execute("SELECT count(DISTINCT ts / ?) FROM rollup_1m WHERE series_id = ? AND ts >= ? AND ts < ?",
-                       (H, sid, lo_1m, hi)).fetchone()[0]
-    got = con.execute("SELECT count(*) FROM rollup_1h WHERE series_id = ? AND ts >= ? AND ts < ?",
-                      (sid, lo_1m, hi)).fetchone()[0]
-    check(hi - first_1h >= 29 * DAY and got == want,
-          f"{hours} hourly rows over {(hi - first_1h) / DAY:.1f} d; {got} in the hours the 1 min tier has samples in ({want})")
+# The loop skips ticks when it overruns (under valgrind or on a loaded
+# machine), at times a whole simulated hour: the 1 h tier must still span
+# the 30 days and hold a row for each hour the 1 min tier has samples in.
+lo_1m = (oldest_1m // H + 1) * H
+want = con.execute("SELECT count(DISTINCT ts / ?) FROM rollup_1m WHERE series_id = ? AND ts >= ? AND ts < ?",
+                   (H, sid, lo_1m, hi)).fetchone()[0]
+got = con.execute("SELECT count(*) FROM rollup_1h WHERE series_id = ? AND ts >= ? AND ts < ?",
+                  (sid, lo_1m, hi)).fetchone()[0]
+check(hi - first_1h >= 29 * DAY and got == want,
+      f"{hours} hourly rows over {(hi - first_1h) / DAY:.1f} d; {got} in the hours the 1 min tier has samples in ({want})")
 
 # The file stays under the default 1 GiB cap.
 pages, = con.execute("PRAGMA page_count").fetchone()
