@@ -127,7 +127,7 @@ for r in data["result"]:
 
 # rx_value NAME PROMQL [TIME]
 rx_value() {
-  rx_query "$@" | head -n 1 | awk '{ print $NF }'
+  rx_query "$@" | awk 'NR == 1 { print $NF }'
 }
 
 # rx_samples NAME SELECTOR START END: every stored sample as the receiver
