@@ -1,8 +1,12 @@
 /* The collector interface: how the daemon gets samples from a backend.
  *
- * A collector is opened once, declares its inventory (devices, links and the
- * list of series it reports, fixed for its lifetime), and is then read once
- * per tick into a sample batch parallel to that series list.
+ * A collector is opened once, declares its inventory (devices, links, the
+ * runtimes using its cores and the list of series it reports), and is then
+ * read once per tick into a sample batch parallel to that series list.
+ * Devices and links are fixed for its lifetime; runtimes start and exit, and
+ * a collector that knows of them brings its runtimes and series up to date
+ * in refresh() before each read (the series of a runtime that exited are
+ * gone, never left stale).
  *
  * Collectors never log and never retry: they return a negative errno and the
  * daemon owns back-off and complaints. A value a collector cannot read is
@@ -31,6 +35,11 @@ struct collector_ops {
         int (*probe)(const struct collector_args *args);
         /* Opens the collector and fills its inventory. -EINVAL on bad options. */
         int (*open)(const struct collector_args *args, struct collector **ret);
+        /* Brings inventory.runtimes and inventory.series up to date as of
+         * now_ms, before read() at the same time. Returns 1 when the series
+         * list changed, 0 when not, <0 on error (the inventory is then as
+         * before). NULL for a collector whose series never change. */
+        int (*refresh)(struct collector *c, int64_t now_ms);
         /* Reads the values as of now_ms (Unix milliseconds, stamped by the
          * daemon once per tick) into out, which has inventory.n_series slots
          * with valid[] cleared. Bounded in time. */

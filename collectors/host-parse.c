@@ -57,22 +57,33 @@ int host_parse_stat(const char *buf, size_t len, struct host_cpu_times *ret) {
                 if (r < 0)
                         return r == -ENODATA ? -EINVAL : r;
         }
+        /* The per-vCPU lines follow the aggregate one. */
+        for (const char *line = end; line < buf + len;) {
+                line++; /* past the newline */
+                if ((size_t) (buf + len - line) < 4 || memcmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9')
+                        break;
+                t.vcpus++;
+                const char *nl = memchr(line, '\n', (size_t) (buf + len - line));
+                line = nl ? nl : buf + len;
+        }
         *ret = t;
         return 0;
 }
 
-int host_cpu_ratios(const struct host_cpu_times *prev, const struct host_cpu_times *cur,
-                    double ratios[HOST_CPU__COUNT]) {
-        double all = 0;
+int host_cpu_usage(const struct host_cpu_times *prev, const struct host_cpu_times *cur, struct host_cpu_usage *ret) {
+        double d[HOST_CPU__COUNT], all = 0;
         for (int i = 0; i < HOST_CPU__COUNT; i++) {
                 if (cur->ticks[i] < prev->ticks[i])
                         return -ERANGE;
-                all += (double) (cur->ticks[i] - prev->ticks[i]);
+                d[i] = (double) (cur->ticks[i] - prev->ticks[i]);
+                all += d[i];
         }
         if (all <= 0)
                 return -ENODATA;
-        for (int i = 0; i < HOST_CPU__COUNT; i++)
-                ratios[i] = (double) (cur->ticks[i] - prev->ticks[i]) / all;
+        *ret = (struct host_cpu_usage){
+                .user = (d[HOST_CPU_USER] + d[HOST_CPU_NICE]) / all,
+                .system = (d[HOST_CPU_SYSTEM] + d[HOST_CPU_IOWAIT] + d[HOST_CPU_IRQ] + d[HOST_CPU_SOFTIRQ]) / all,
+        };
         return 0;
 }
 
@@ -94,14 +105,20 @@ static int parse_kb(const char *buf, size_t len, const char *prefix, uint64_t *r
 }
 
 int host_parse_meminfo(const char *buf, size_t len, struct host_memory *ret) {
-        struct host_memory m;
+        struct host_memory m = { 0 };
         int r = parse_kb(buf, len, "MemTotal:", &m.total_bytes);
+        if (r == 0)
+                r = parse_kb(buf, len, "MemAvailable:", &m.available_bytes);
         if (r < 0)
                 return r;
-        r = parse_kb(buf, len, "MemAvailable:", &m.available_bytes);
-        if (r < 0)
+        /* Every kernel since 2.6 writes the swap lines; without them swap is unknown. */
+        r = parse_kb(buf, len, "SwapTotal:", &m.swap_total_bytes);
+        if (r == 0)
+                r = parse_kb(buf, len, "SwapFree:", &m.swap_free_bytes);
+        if (r < 0 && r != -ENODATA)
                 return r;
-        if (m.available_bytes > m.total_bytes)
+        m.has_swap = r == 0;
+        if (m.available_bytes > m.total_bytes || m.swap_free_bytes > m.swap_total_bytes)
                 return -ERANGE;
         *ret = m;
         return 0;

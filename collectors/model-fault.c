@@ -218,7 +218,7 @@ void model_fault_format(const struct model_fault *f, char *out, size_t size) {
 
 static int fault_check(const struct model *m, const struct model_fault *f, char *err, size_t errlen) {
         bool core = f->kind == FAULT_CORE_STUCK || f->kind == FAULT_EXEC_ERRORS;
-        unsigned limit = core ? m->n_cores : m->n_dev;
+        unsigned limit = core ? m->n_lcores : m->n_dev; /* cores: the logical neuroncore index */
         if (f->target >= limit) {
                 snprintf(err, errlen, "%s %u does not exist on %s (0-%u)", core ? "core" : "device", f->target,
                          m->instance->name, limit - 1);

@@ -78,6 +78,12 @@ int model_options_parse(const struct collector_args *args, struct model_options 
                                 return -EINVAL;
                         }
                         o.scenario = (enum scenario) i;
+                } else if (strcmp(tok, "lnc") == 0) {
+                        if (strcmp(val, "1") != 0 && strcmp(val, "2") != 0) {
+                                snprintf(args->err, args->errlen, "model: lnc '%s' is not 1 or 2", val);
+                                return -EINVAL;
+                        }
+                        o.lnc = (unsigned) (val[0] - '0');
                 } else if (strcmp(tok, "memory_categories") == 0) {
                         if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
                                 snprintf(args->err, args->errlen, "model: memory_categories '%s' is not on or off",
@@ -102,6 +108,12 @@ int model_options_parse(const struct collector_args *args, struct model_options 
                 }
         }
 done:
+        if (o.lnc && !catalog_lnc_supported(o.instance->chip, o.lnc)) {
+                snprintf(args->err, args->errlen,
+                         "model: lnc=%u needs NeuronCore-v3 or later (Trainium2, Trainium3); %s has %s", o.lnc,
+                         o.instance->name, o.instance->chip->core_version);
+                return -EINVAL;
+        }
         *ret = o;
         return 0;
 }

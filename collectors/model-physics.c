@@ -21,21 +21,6 @@ static const unsigned category_share[JOB__COUNT][DRIVER_MEMORY_CATEGORIES] = {
 /* sysfs power utilization averages over the last minute. */
 #define POWER_WINDOW_S 60.0
 
-/* splitmix64: a tiny, well-mixed hash so that every value is a pure function
- * of (seed, entity, simulated second): the same seed gives the same series. */
-static uint64_t mix(uint64_t x) {
-        x += 0x9e3779b97f4a7c15ull;
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
-}
-
-/* Uniform in [0, 1). Entities: 0x1xxxxxxx cores, 0x2xxxxxxx devices,
- * 0x3xxxxxxx groups; the top bits pick the quantity. */
-static double noise(const struct model *m, uint64_t entity, int64_t second) {
-        return (double) (mix(m->seed ^ mix(entity ^ mix((uint64_t) second))) >> 11) / 9007199254740992.0;
-}
-
 static double clamp(double v, double lo, double hi) {
         return v < lo ? lo : v > hi ? hi : v;
 }
@@ -46,15 +31,11 @@ static double pages(double bytes) {
 
 /* ---- workloads -------------------------------------------------------- */
 
-#define E_CORE(q, c) ((uint64_t) (q) << 40 | 1u << 28 | (c))
-#define E_DEV(q, d) ((uint64_t) (q) << 40 | 2u << 28 | (d))
-#define E_GROUP(q, g) ((uint64_t) (q) << 40 | 3u << 28 | (g))
-
 void model_physics_init(struct model *m) {
         for (unsigned c = 0; c < m->n_cores; c++) {
-                m->phase[c] = 2 * M_PI * noise(m, E_CORE(2, c), 0);
+                m->phase[c] = 2 * M_PI * model_noise(m, E_CORE(2, c), 0);
                 /* A few popular experts, a long tail of quiet ones. */
-                double w = noise(m, E_CORE(3, c), 0);
+                double w = model_noise(m, E_CORE(3, c), 0);
                 m->weight[c] = 0.15 + 0.85 * w * w;
                 m->dev_weight[c / m->cores] += m->weight[c] / m->cores;
         }
@@ -63,12 +44,12 @@ void model_physics_init(struct model *m) {
 /* Training: a data-parallel step of 8-15 seconds per job, compute first,
  * then an all-reduce over NeuronLink for the last 30 %. */
 static unsigned training_period(const struct model *m, unsigned group) {
-        return 8 + (unsigned) (mix(m->seed ^ E_GROUP(1, group)) % 8);
+        return 8 + (unsigned) (model_mix(m->seed ^ E_GROUP(1, group)) % 8);
 }
 
 static bool training_allreduce(const struct model *m, unsigned group, int64_t s) {
         unsigned period = training_period(m, group);
-        unsigned offset = (unsigned) (mix(m->seed ^ E_GROUP(2, group)) % period);
+        unsigned offset = (unsigned) (model_mix(m->seed ^ E_GROUP(2, group)) % period);
         unsigned in_step = (unsigned) (((s + offset) % period + period) % period);
         return in_step * 10 >= period * 7;
 }
@@ -79,26 +60,33 @@ static bool moe_all_to_all(int64_t s) {
         return p == 0 || p == 3;
 }
 
-/* Fills util, mem, executions and host traffic of one core for second s. */
+/* Requests a core can serve per second: 15 ms each. */
+#define INFERENCE_CAPACITY (1 / 0.015)
+
+/* Fills util, mem, executions and host traffic of one physical core for
+ * second s; the runtimes' liveness (st->rt_life) is known. */
 static void core_second(struct model *m, unsigned core, int64_t s) {
         struct model_state *st = &m->st;
         const struct catalog_chip *chip = m->instance->chip;
         double share = (double) chip->memory_bytes / chip->cores;
         unsigned d = core / m->cores, g = m->group[d];
-        double u = 0, mem = 0, ok = 0, in = 0, out = 0;
+        double u = 0, mem = 0, ok = 0, drop = 0, in = 0, out = 0;
+        int owner = m->owner[core / m->lnc];
+        enum job job = owner >= 0 && st->rt_life[owner] != RUNTIME_DOWN ? (enum job) m->job[core] : JOB_FREE;
 
-        switch ((enum job) m->job[core]) {
+        st->eff_job[core] = (uint8_t) job;
+        switch (job) {
         case JOB_FREE:
                 /* No runtime: the driver's own rings and notifications only. */
                 mem = 0.002 * share;
                 break;
         case JOB_ALLOCATED_IDLE:
                 /* A process holds its model in memory and runs nothing. */
-                mem = (0.6 + 0.2 * noise(m, E_GROUP(3, g), 0)) * share;
+                mem = (0.6 + 0.2 * model_noise(m, E_GROUP(3, g), 0)) * share;
                 break;
         case JOB_STEADY: {
                 double swing = 0.3 * sin(2 * M_PI * (double) s / 600.0 + m->phase[core]);
-                u = clamp(0.55 + swing + 0.1 * (noise(m, E_CORE(0, core), s) - 0.5), 0, 1);
+                u = clamp(0.55 + swing + 0.1 * (model_noise(m, E_CORE(0, core), s) - 0.5), 0, 1);
                 mem = share * (0.6 + 0.05 * sin(2 * M_PI * (double) s / 3600.0 + m->phase[core]));
                 ok = 20 * u;
                 in = 0.002 * chip->dma_bandwidth * u / chip->cores;
@@ -107,11 +95,11 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
         }
         case JOB_TRAINING: {
                 bool reduce = training_allreduce(m, g, s);
-                double n = noise(m, E_CORE(0, core), s);
+                double n = model_noise(m, E_CORE(0, core), s);
                 u = reduce ? 0.08 + 0.1 * n : 0.86 + 0.12 * n;
                 /* Weights, optimizer state and activations: a steady fraction
                  * chosen per job, breathing by 1 % over a step. */
-                mem = share * (0.75 + 0.15 * noise(m, E_GROUP(4, g), 0) + (reduce ? 0.01 : 0));
+                mem = share * (0.75 + 0.15 * model_noise(m, E_GROUP(4, g), 0) + (reduce ? 0.01 : 0));
                 ok = 1.0 / training_period(m, g);
                 /* The input pipeline feeds batches during compute; every
                  * 30 minutes a 20-second checkpoint goes to the host. */
@@ -122,11 +110,13 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
         }
         case JOB_INFERENCE: {
                 double rate = 40 * (0.75 + 0.25 * sin(2 * M_PI * (double) s / 1800.0 + m->phase[core]));
-                double req = rate * (0.2 + 1.6 * noise(m, E_CORE(0, core), s));
-                if (noise(m, E_CORE(1, core), s) > 0.97)
+                double req = rate * (0.2 + 1.6 * model_noise(m, E_CORE(0, core), s));
+                if (model_noise(m, E_CORE(1, core), s) > 0.97)
                         req *= 2.5; /* a burst */
-                u = clamp(req * 0.015, 0, 1);
-                ok = floor(req);
+                u = clamp(req / INFERENCE_CAPACITY, 0, 1);
+                /* What a burst brings beyond the core's capacity is refused. */
+                ok = floor(req < INFERENCE_CAPACITY ? req : INFERENCE_CAPACITY);
+                drop = floor(req) - ok;
                 /* Weights plus a KV cache that fills and drains. */
                 mem = share * (0.42 + 0.06 * (0.5 + 0.5 * sin(2 * M_PI * (double) s / 600.0 + m->phase[core])));
                 in = ok * 4 * 1048576.0;
@@ -134,7 +124,7 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
                 break;
         }
         case JOB_MOE: {
-                double n = noise(m, E_CORE(0, core), s);
+                double n = model_noise(m, E_CORE(0, core), s);
                 u = moe_all_to_all(s) ? 0.1 + 0.05 * n : clamp(m->weight[core] * (0.9 + 0.1 * n), 0, 1);
                 mem = share * (0.82 + 0.1 * m->weight[core]);
                 ok = 0.25;
@@ -146,13 +136,15 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
                 break;
         }
         if (st->stuck[core]) {
-                /* Hung: nothing runs, nothing moves, the memory stays held. */
-                u = ok = in = out = 0;
+                /* Hung: nothing runs, nothing moves, the memory stays held;
+                 * requests sent to it time out in the runtime's queue. */
+                u = ok = drop = in = out = 0;
         }
         st->util[core] = u;
         st->mem[core] = pages(clamp(mem, 0, share));
         st->ok_rate[core] = ok;
         st->fail_rate[core] = 0;
+        st->drop_rate[core] = drop;
         st->host_in[d] += in;
         st->host_out[d] += out;
 }
@@ -160,11 +152,11 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
 /* NeuronLink demand of a device (0-1) for second s, from its first core's job. */
 static double device_demand(const struct model *m, unsigned d, double u_dev, int64_t s) {
         unsigned core = d * m->cores;
-        switch ((enum job) m->job[core]) {
+        switch ((enum job) m->st.eff_job[core]) {
         case JOB_STEADY:
                 return 0.4 * u_dev;
         case JOB_TRAINING:
-                return training_allreduce(m, m->group[d], s) ? 0.85 + 0.1 * noise(m, E_DEV(0, d), s) : 0.04;
+                return training_allreduce(m, m->group[d], s) ? 0.85 + 0.1 * model_noise(m, E_DEV(0, d), s) : 0.04;
         case JOB_INFERENCE:
                 /* Tensor-parallel pairs exchange activations. */
                 return 0.05 * u_dev;
@@ -206,6 +198,8 @@ void model_state_compute(struct model *m, int64_t s) {
         memset(st->ecc_rate, 0, (size_t) n_dev * DRIVER_ECC__COUNT * sizeof(double));
         memset(st->host_in, 0, n_dev * sizeof(double));
         memset(st->host_out, 0, n_dev * sizeof(double));
+        for (size_t r = 0; r < m->n_runtimes; r++)
+                st->rt_life[r] = model_runtime_life(m, r, s);
         for (size_t i = 0; i < m->n_active; i++) {
                 const struct model_fault_status *f = &m->active[i];
                 if (!fault_in_force(f, s))
@@ -213,7 +207,8 @@ void model_state_compute(struct model *m, int64_t s) {
                 if (f->fault.kind == FAULT_DEVICE_DOWN)
                         st->down[f->fault.target] = 1;
                 else if (f->fault.kind == FAULT_CORE_STUCK)
-                        st->stuck[f->fault.target] = 1;
+                        /* A logical core: all its physical cores hang. */
+                        memset(&st->stuck[f->fault.target * m->lnc], 1, m->lnc);
                 else if (f->fault.kind == FAULT_LINK_DOWN && f->fault.peer == MODEL_PEER_SWITCH)
                         st->off_switch[f->fault.target] = 1;
                 else if (f->fault.kind == FAULT_ECC)
@@ -226,9 +221,16 @@ void model_state_compute(struct model *m, int64_t s) {
                 const struct model_fault_status *f = &m->active[i];
                 if (f->fault.kind != FAULT_EXEC_ERRORS || !fault_in_force(f, s))
                         continue;
-                unsigned c = f->fault.target;
-                st->fail_rate[c] += f->fault.rate;
-                st->ok_rate[c] = st->ok_rate[c] > f->fault.rate ? st->ok_rate[c] - f->fault.rate : 0;
+                /* A logical core: its physical cores share the failures, and
+                 * only a core that runs something can fail. */
+                for (unsigned k = 0; k < m->lnc; k++) {
+                        unsigned c = f->fault.target * m->lnc + k;
+                        if (st->eff_job[c] == JOB_FREE)
+                                continue;
+                        double rate = f->fault.rate / m->lnc;
+                        st->fail_rate[c] += rate;
+                        st->ok_rate[c] = st->ok_rate[c] > rate ? st->ok_rate[c] - rate : 0;
+                }
         }
 
         /* A device that is gone does nothing at all. */
@@ -242,7 +244,7 @@ void model_state_compute(struct model *m, int64_t s) {
                 if (st->down[d]) {
                         for (unsigned k = 0; k < m->cores; k++) {
                                 unsigned c = d * m->cores + k;
-                                st->util[c] = st->ok_rate[c] = st->fail_rate[c] = 0;
+                                st->util[c] = st->ok_rate[c] = st->fail_rate[c] = st->drop_rate[c] = 0;
                         }
                         st->host_in[d] = st->host_out[d] = 0;
                         for (int e = 0; e < DRIVER_ECC__COUNT; e++)
@@ -310,6 +312,42 @@ void model_state_compute(struct model *m, int64_t s) {
                 double link_frac = link_cap > 0 ? link / link_cap : 0;
                 st->power[d] = st->down[d] ? 0 : clamp(0.12 + 0.65 * u + 0.15 * link_frac, 0, 1);
         }
+        model_runtimes_second(m, s);
+}
+
+/* Adds dt seconds of the current second's rates to the runtimes' counters
+ * and their cores' operations; a runtime that came back as a new process
+ * counts from zero. */
+void model_runtimes_restart(struct model *m) {
+        for (size_t r = 0; r < m->n_runtimes; r++) {
+                const struct model_runtime *rt = &m->runtimes[r];
+                uint64_t life = m->st.rt_life[r];
+                if (life == RUNTIME_DOWN || m->counted_life[r] == life)
+                        continue;
+                memset(&m->rt_exec[r * EXEC_STATUS__COUNT], 0, EXEC_STATUS__COUNT * sizeof(double));
+                memset(&m->rt_err[r * EXEC_ERROR__COUNT], 0, EXEC_ERROR__COUNT * sizeof(double));
+                memset(&m->flops[rt->first_core], 0, rt->n_cores * sizeof(double));
+                m->counted_life[r] = life;
+        }
+}
+
+static void count_runtimes(struct model *m, double dt) {
+        struct model_state *st = &m->st;
+        double peak = m->instance->chip->fp16_tflops * 1e12 / m->cores;
+
+        model_runtimes_restart(m);
+        for (size_t r = 0; r < m->n_runtimes; r++) {
+                const struct model_runtime *rt = &m->runtimes[r];
+                if (st->rt_life[r] == RUNTIME_DOWN)
+                        continue;
+                for (int k = 0; k < EXEC_STATUS__COUNT; k++)
+                        m->rt_exec[r * EXEC_STATUS__COUNT + k] += st->rt_status[r * EXEC_STATUS__COUNT + k] * dt;
+                for (int k = 0; k < EXEC_ERROR__COUNT; k++)
+                        m->rt_err[r * EXEC_ERROR__COUNT + k] += st->rt_errors[r * EXEC_ERROR__COUNT + k] * dt;
+                for (unsigned lc = rt->first_core; lc < rt->first_core + rt->n_cores; lc++)
+                        for (unsigned k = 0; k < m->lnc; k++)
+                                m->flops[lc] += st->util[lc * m->lnc + k] * peak * dt;
+        }
 }
 
 /* Adds what happened during [from_ms, to_ms), one simulated second at a
@@ -327,10 +365,7 @@ void model_advance(struct model *m, int64_t from_ms, int64_t to_ms) {
                 double dt = (double) (end - cur) / 1000.0;
                 double keep = exp(-dt / POWER_WINDOW_S);
                 model_state_compute(m, second);
-                for (unsigned c = 0; c < m->n_cores; c++) {
-                        m->exec_ok[c] += st->ok_rate[c] * dt;
-                        m->exec_fail[c] += st->fail_rate[c] * dt;
-                }
+                count_runtimes(m, dt);
                 for (unsigned d = 0; d < m->n_dev; d++) {
                         for (int i = 0; i < 2; i++)
                                 m->hbm_bytes[d * 2 + i] += st->hbm_rate[d * 2 + i] * dt;
@@ -351,7 +386,7 @@ void model_advance(struct model *m, int64_t from_ms, int64_t to_ms) {
 }
 
 void model_split_categories(const struct model *m, unsigned core, double total, double *out) {
-        const unsigned *share = category_share[m->job[core]];
+        const unsigned *share = category_share[m->st.eff_job[core]];
         double rest = total;
         for (int i = 0; i < DRIVER_MEMORY_CATEGORIES - 1; i++) {
                 out[i] = pages(total * share[i] / 1000.0);

@@ -21,14 +21,16 @@ void model_assign_jobs(struct model *m) {
                 return;
         }
         if (n == 1) {
-                /* One device: jobs per core. The first serves requests, the
-                 * last holds a model it does not run; any between train or
-                 * stay free. */
-                for (unsigned c = 0; c < m->cores; c++)
-                        m->job[c] = c == 0              ? JOB_INFERENCE
-                                    : c == m->cores - 1 ? JOB_ALLOCATED_IDLE
-                                    : c % 2             ? JOB_FREE
-                                                        : JOB_TRAINING;
+                /* One device: jobs per logical core. The first serves
+                 * requests, the last holds a model it does not run; any
+                 * between train or stay free. */
+                for (unsigned c = 0; c < m->lcores; c++)
+                        memset(&m->job[c * m->lnc],
+                               c == 0               ? JOB_INFERENCE
+                               : c == m->lcores - 1 ? JOB_ALLOCATED_IDLE
+                               : c % 2              ? JOB_FREE
+                                                    : JOB_TRAINING,
+                               m->lnc);
                 return;
         }
         /* Half the devices train together, an eighth (at least one) hold

@@ -1,9 +1,11 @@
 /* The device model: a deterministic simulation of Neuron hardware.
  *
  * Spec options: "<instance>[,scenario=<name>][,seed=<n>][,speed=<x>]
- * [,memory_categories=on][,fault=<fault>]...". Same seed, same options and
- * same tick timestamps give the same series. docs/metrics.md documents the
- * series and the fault syntax.
+ * [,lnc=1|2][,memory_categories=on][,fault=<fault>]...". Same seed, same
+ * options and same tick timestamps give the same series. docs/metrics.md
+ * documents the series, the runtimes each scenario runs and the fault
+ * syntax. The runtimes alive at a time are a function of it: refresh()
+ * lists them (and their series) before each read.
  *
  * Threading: read() runs on the tick loop's thread; model_fault_inject(),
  * model_fault_clear() and model_fault_list() may be called from any other
@@ -24,7 +26,7 @@
 
 enum model_fault_kind {
         FAULT_DEVICE_DOWN, /* device:  the device disappears; back when the fault ends */
-        FAULT_CORE_STUCK,  /* core:    0 % busy, memory stays allocated */
+        FAULT_CORE_STUCK,  /* core:    0 % busy, memory stays allocated (cores: logical indexes) */
         FAULT_ECC,         /* device:  ECC events of one type */
         FAULT_LINK_DOWN,   /* device + peer: no traffic either way */
         FAULT_EXEC_ERRORS, /* core:    a burst of failed executions */

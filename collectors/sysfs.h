@@ -1,7 +1,8 @@
 /* The sysfs collector: reads what the Neuron kernel driver exposes.
  *
- * Spec options: "sysfs[:<root>]". <root> is the directory mounted as /sys
- * (default "/sys"); the collector reads
+ * Spec options: "sysfs[:<root>][,lnc=1|2]". <root> is the directory mounted
+ * as /sys (default "/sys"; a root with a comma cannot be named); the
+ * collector reads
  *   <root>/devices/virtual/neuron_device/neuron<N>/...   one per device
  *   <root>/module/neuron/version                         the driver version
  * so a test or a container passes the directory that holds "devices/" and
@@ -10,8 +11,15 @@
  *
  * Only what the driver exposes is reported: per-core HBM in use and its
  * categories, per-core busy ratio (pe_cntrs, v2 and later), execution status
- * counters, ECC counters and power utilization. DMA, NeuronLink and HBM
- * bandwidth have no series at all for this backend.
+ * counters (the six outcomes and two error types that are neuron-monitor's,
+ * and all 24 under the driver's names), ECC counters and power utilization.
+ * DMA, NeuronLink and HBM bandwidth have no series at all for this backend,
+ * and no runtime is known: the driver does not say who holds a core.
+ *
+ * Cores are the logical NeuronCores the AWS tools number: lnc physical
+ * core directories each (lnc= of the spec; by default 2 on Trainium2 and
+ * Trainium3, else 1), their values added and busy ratios averaged, with
+ * each physical core's busy ratio as a breakdown when lnc is 2.
  *
  * The inventory is fixed at open: a series exists when its file existed
  * then. read() never fails for one bad file: the affected series are left

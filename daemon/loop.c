@@ -18,10 +18,55 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 
+/* Builds l->series, l->offsets and the next series set from the
+ * collectors' inventories as they are now. On failure the old ones stay. */
+static int loop_build(struct loop *l) {
+        size_t n = 0;
+        for (size_t i = 0; i < l->n_collectors; i++)
+                n += l->collectors[i]->inv.n_series;
+        size_t *offsets = calloc(l->n_collectors, sizeof(*offsets));
+        struct series_desc *series = calloc(n ? n : 1, sizeof(*series));
+        struct runtime_info *runtimes = NULL;
+        size_t n_runtimes = 0;
+        struct series_set *set = NULL;
+        int r = offsets && series ? 0 : -ENOMEM;
+
+        for (size_t i = 0, at = 0; r == 0 && i < l->n_collectors; i++) {
+                const struct inventory *inv = &l->collectors[i]->inv;
+                offsets[i] = at;
+                memcpy(series + at, inv->series, inv->n_series * sizeof(*series));
+                at += inv->n_series;
+                /* Only the accelerator backend knows of runtimes. */
+                if (inv->n_runtimes > 0 && !runtimes) {
+                        runtimes = inv->runtimes;
+                        n_runtimes = inv->n_runtimes;
+                }
+        }
+        if (r == 0) {
+                set = series_set_new(l->set ? l->set->generation + 1 : 1, series, n, runtimes, n_runtimes);
+                r = set ? 0 : -ENOMEM;
+        }
+        if (r < 0) {
+                free(offsets);
+                free(series);
+                return r;
+        }
+        for (size_t i = 0; i < l->n_collectors; i++)
+                log_collector(LOG_LEVEL_DEBUG, l->collectors[i]->ops->name,
+                              "%zu series from series %zu (series list %llu)", l->collectors[i]->inv.n_series,
+                              offsets[i], (unsigned long long) set->generation);
+        free(l->offsets);
+        free(l->series);
+        series_set_unref(l->set);
+        l->offsets = offsets;
+        l->series = series;
+        l->n_series = n;
+        l->set = set;
+        return 0;
+}
+
 int loop_init(struct loop *l, struct collector *const *collectors, size_t n_collectors, struct store *store,
               struct snapshot_slot *latest, int64_t interval_ms) {
-        size_t n = 0;
-
         if (n_collectors == 0 || n_collectors > SNAPSHOT_COLLECTORS_MAX)
                 return -EINVAL;
         *l = (struct loop){
@@ -35,22 +80,16 @@ int loop_init(struct loop *l, struct collector *const *collectors, size_t n_coll
                 .wall_start_ms = clock_ns(CLOCK_REALTIME) / 1000000,
                 .mono_start_ns = clock_ns(CLOCK_MONOTONIC),
         };
+        /* The lists as they are now, so that the store registers the series
+         * the first ticks have; a refresh that fails is tried again then. */
         for (size_t i = 0; i < n_collectors; i++)
-                n += collectors[i]->inv.n_series;
-        l->offsets = calloc(n_collectors, sizeof(*l->offsets));
-        l->series = calloc(n ? n : 1, sizeof(*l->series));
-        if (!l->offsets || !l->series) {
+                if (collectors[i]->ops->refresh)
+                        (void) collectors[i]->ops->refresh(collectors[i], l->wall_start_ms);
+        int r = loop_build(l);
+        if (r < 0) {
                 loop_done(l);
-                return -ENOMEM;
+                return r;
         }
-        for (size_t i = 0, at = 0; i < n_collectors; i++) {
-                l->offsets[i] = at;
-                memcpy(l->series + at, collectors[i]->inv.series, collectors[i]->inv.n_series * sizeof(*l->series));
-                log_collector(LOG_LEVEL_DEBUG, collectors[i]->ops->name, "%zu series from series %zu",
-                              collectors[i]->inv.n_series, at);
-                at += collectors[i]->inv.n_series;
-        }
-        l->n_series = n;
         /* A file set aside at open was logged there. */
         if (store) {
                 struct history_stats st;
@@ -63,8 +102,10 @@ int loop_init(struct loop *l, struct collector *const *collectors, size_t n_coll
 void loop_done(struct loop *l) {
         free(l->offsets);
         free(l->series);
+        series_set_unref(l->set);
         l->offsets = NULL;
         l->series = NULL;
+        l->set = NULL;
 }
 
 /* wall_ms, or the nearest whole number of intervals after the previous
@@ -118,15 +159,16 @@ int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
 }
 
 /* Reads collector i into batch unless it is backing off; returns the read's
- * result, or -EAGAIN when the read was skipped. */
-static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, struct sample_batch *batch) {
+ * result (refresh_error when its refresh failed), or -EAGAIN when the read
+ * was skipped. */
+static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, int refresh_error, struct sample_batch *batch) {
         struct collector *c = l->collectors[i];
         struct loop_collector_state *st = &l->state[i];
 
         if (l->tick < st->retry_tick)
                 return -EAGAIN;
         c->reason[0] = '\0';
-        int r = c->ops->read(c, stamp_ms, batch);
+        int r = refresh_error < 0 ? refresh_error : c->ops->read(c, stamp_ms, batch);
         /* Some series unreadable this tick: why, for whoever runs with debug. */
         if (r > 0)
                 log_collector(LOG_LEVEL_DEBUG, c->ops->name, "%d series unreadable this tick%s%s", r,
@@ -157,23 +199,71 @@ static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, struct sample_b
         return r;
 }
 
+/* Lets each collector that is not backing off bring its inventory up to
+ * date for stamp_ms; a failure counts as that collector's read failing.
+ * Rebuilds the combined list when one changed. */
+static void loop_refresh(struct loop *l, int64_t stamp_ms, int *errors) {
+        for (size_t i = 0; i < l->n_collectors; i++) {
+                struct collector *c = l->collectors[i];
+                errors[i] = 0;
+                if (!c->ops->refresh || l->tick < l->state[i].retry_tick)
+                        continue;
+                int r = c->ops->refresh(c, stamp_ms);
+                if (r > 0)
+                        l->rebuild_due = true;
+                else if (r < 0)
+                        errors[i] = r;
+        }
+        if (!l->rebuild_due)
+                return;
+        int r = loop_build(l);
+        if (r < 0) {
+                log_error("tick %llu: rebuilding the series list failed: %s; retrying next tick",
+                          (unsigned long long) l->tick, strerror(-r));
+                return;
+        }
+        l->rebuild_due = false;
+        l->register_due = true;
+        log_info("series list %llu: %zu series, %zu runtimes", (unsigned long long) l->set->generation, l->n_series,
+                 l->set->n_runtimes);
+}
+
+/* Hands the tick to the store, first registering a changed series list. */
+static int loop_store(struct loop *l, const struct snapshot *snap) {
+        int r = 0;
+        if (l->register_due) {
+                r = store_register_series(l->store, l->series, l->n_series);
+                if (r == 0)
+                        l->register_due = false;
+        }
+        /* Until the list could be rebuilt, the snapshot holds no values. */
+        if (r == 0 && !l->rebuild_due)
+                r = store_append(l->store, snap->timestamp_ms, snap->values, snap->valid, snap->n);
+        return r;
+}
+
 int loop_tick(struct loop *l) {
+        int refresh_errors[SNAPSHOT_COLLECTORS_MAX];
+        int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
+        int64_t stamp_ms = loop_stamp(l, clock_ns(CLOCK_REALTIME) / 1000000, mono_ns);
+
+        l->tick++;
+        loop_refresh(l, stamp_ms, refresh_errors);
         struct snapshot *snap = snapshot_new(l->n_series);
         if (!snap)
                 return -ENOMEM;
-
-        int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
-        snap->timestamp_ms = loop_stamp(l, clock_ns(CLOCK_REALTIME) / 1000000, mono_ns);
+        snap->set = series_set_ref(l->set);
+        snap->timestamp_ms = stamp_ms;
         snap->monotonic_ms = mono_ns / 1000000;
-        snap->tick = ++l->tick;
+        snap->tick = l->tick;
         snap->overruns = l->overruns;
-        for (size_t i = 0; i < l->n_collectors; i++) {
+        for (size_t i = 0; i < l->n_collectors && !l->rebuild_due; i++) {
                 struct sample_batch batch = {
                         .n = l->collectors[i]->inv.n_series,
                         .values = snap->values + l->offsets[i],
                         .valid = snap->valid + l->offsets[i],
                 };
-                snap->collector_up[i] = loop_read(l, i, snap->timestamp_ms, &batch) >= 0;
+                snap->collector_up[i] = loop_read(l, i, snap->timestamp_ms, refresh_errors[i], &batch) >= 0;
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
 
@@ -182,7 +272,7 @@ int loop_tick(struct loop *l) {
         if (rollup)
                 log_debug("tick %llu: rollup of the minutes that ended started", (unsigned long long) snap->tick);
         int64_t store_ns = clock_ns(CLOCK_MONOTONIC);
-        int r = store_append(l->store, snap->timestamp_ms, snap->values, snap->valid, snap->n);
+        int r = loop_store(l, snap);
         if (rollup)
                 log_debug("tick %llu: stored with its rollup in %.1f ms", (unsigned long long) snap->tick,
                           (double) (clock_ns(CLOCK_MONOTONIC) - store_ns) / 1e6);

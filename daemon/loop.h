@@ -7,6 +7,12 @@
  * back, stamps continue from the monotonic clock until it catches up
  * (see loop_stamp()).
  *
+ * Before reading, each collector brings its inventory up to date
+ * (collector_ops.refresh: runtimes that started or exited). When a series
+ * list changed, the loop builds the combined list anew, publishes it as the
+ * next series set (lib/snapshot.h) with the snapshots that follow, and
+ * registers it with the store; series that stay keep their identity.
+ *
  * A tick that runs past the next one skips the missed intervals (counted in
  * overruns) and the loop stays on its grid. A collector whose read fails is
  * retried after 2, 4, 8 ... up to LOOP_BACKOFF_MAX intervals, and at every
@@ -45,6 +51,9 @@ struct loop {
         size_t *offsets;            /* first series of each collector */
         struct series_desc *series; /* every collector's series, in order */
         size_t n_series;
+        struct series_set *set; /* the same, as the snapshots carry it */
+        bool rebuild_due;       /* a collector's series changed and the list could not be rebuilt yet */
+        bool register_due;      /* the list changed and the store has not taken it yet */
         struct store *store;
         struct snapshot_slot *latest;
         int64_t interval_ms; /* simulated time between ticks */
@@ -76,7 +85,10 @@ struct loop {
         atomic_uint_fast64_t store_errors;
 };
 
-/* Builds the combined series list. The loop borrows everything it is given. */
+/* Lets the collectors refresh their lists for the present and builds the
+ * combined series list (series set generation 1). The loop borrows
+ * everything it is given; the caller registers l->series with the store
+ * before the first tick. */
 int loop_init(struct loop *l, struct collector *const *collectors, size_t n_collectors, struct store *store,
               struct snapshot_slot *latest, int64_t interval_ms);
 void loop_done(struct loop *l);

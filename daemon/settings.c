@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collectors/imds.h"
 #include "daemon/settings.h"
 #include "lib/file.h"
 #include "lib/parse.h"
@@ -55,7 +56,7 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_TEXT,
                 FIELD(backend),
                 .default_text = "auto",
-                .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>], sysfs[:<root>] (<root> is "
+                .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], sysfs[:<root>][,lnc=1|2] (<root> is "
                         "where sysfs is mounted, default /sys), or auto: sysfs when the driver is present, else the "
                         "model",
         },
@@ -99,6 +100,25 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_BOOL,
                 FIELD(admin),
                 .help = "serve the model's fault endpoint /api/v1/admin/faults to loopback clients",
+        },
+        {
+                .key = "instance_labels",
+                .flag = "instance-labels",
+                .arg = "BOOL",
+                .kind = SETTINGS_BOOL,
+                FIELD(instance_labels),
+                .help = "put the instance labels (instance_id, instance_type, availability_zone, region, subnet_id, "
+                        "instance_name) on every series of /metrics, as AWS's neuron-monitor exporter does",
+        },
+        {
+                .key = "instance_metadata",
+                .flag = "instance-metadata",
+                .arg = "ADDR:PORT",
+                .kind = SETTINGS_LISTEN,
+                FIELD(instance_metadata),
+                .default_text = IMDS_DEFAULT_ADDRESS,
+                .help = "the EC2 instance metadata service, asked once at start who the instance is (not for the "
+                        "model, which makes up its instance)",
         },
         {
                 .key = "retention_raw",

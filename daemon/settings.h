@@ -47,8 +47,10 @@ struct settings {
         int64_t interval_ms;
         char web_root[PATH_MAX];
         enum log_level log_level;
-        bool admin;      /* serve /api/v1/admin/ to loopback clients */
-        bool allow_root; /* --allow-root: run even with euid 0 */
+        bool admin;                                /* serve /api/v1/admin/ to loopback clients */
+        bool instance_labels;                      /* the instance labels on every series of /metrics */
+        struct settings_address instance_metadata; /* the EC2 instance metadata service */
+        bool allow_root;                           /* --allow-root: run even with euid 0 */
 
         /* HTTP security and limits; "" is off. */
         char tls_cert[PATH_MAX]; /* PEM certificate chain; with tls_key, HTTPS */

@@ -191,6 +191,27 @@ const struct catalog_instance *catalog_find(const char *name) {
         return NULL;
 }
 
+/* NCv3 and later: LNC is a feature of NeuronCore-v3 on (trainium2.rst,
+ * trainium3.rst: "logical NeuronCore configuration"). */
+static bool lnc_capable(const struct catalog_chip *chip) {
+        return strncmp(chip->core_arch, "NCv", 3) == 0 && chip->core_arch[3] >= '3';
+}
+
+unsigned catalog_default_lnc(const struct catalog_chip *chip) {
+        return lnc_capable(chip) ? 2 : 1;
+}
+
+bool catalog_lnc_supported(const struct catalog_chip *chip, unsigned lnc) {
+        return lnc == 1 || (lnc == 2 && lnc_capable(chip) && chip->cores % 2 == 0);
+}
+
+const struct catalog_chip *catalog_chip_by_device_name(const char *device_name) {
+        for (size_t i = 0; i < catalog_size; i++)
+                if (strcmp(catalog[i].chip->device_name, device_name) == 0)
+                        return catalog[i].chip;
+        return NULL;
+}
+
 const char *catalog_topology_name(const struct catalog_instance *inst) {
         switch (inst->topology) {
         case TOPOLOGY_RING:

@@ -5,6 +5,7 @@
  * Constant data and pure functions: safe from any thread. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum catalog_topology {
@@ -49,6 +50,18 @@ struct catalog_instance {
 
 extern const struct catalog_instance catalog[];
 extern const size_t catalog_size;
+
+/* Physical NeuronCores per logical one by default: 2 on NeuronCore-v3 and
+ * later (Trainium2, Trainium3), as the Neuron runtime and tools default to
+ * (NEURON_LOGICAL_NC_CONFIG), else 1. */
+unsigned catalog_default_lnc(const struct catalog_chip *chip);
+
+/* Whether the chip's cores can be grouped lnc at a time: 1 always, 2 on
+ * NeuronCore-v3 and later. */
+bool catalog_lnc_supported(const struct catalog_chip *chip, unsigned lnc);
+
+/* The chip whose sysfs device_name this is, or NULL. */
+const struct catalog_chip *catalog_chip_by_device_name(const char *device_name);
 
 /* Returns the catalog entry for an instance name, or NULL. */
 const struct catalog_instance *catalog_find(const char *name);

@@ -1,7 +1,13 @@
 /* The shared description of what a backend reports: its series (a metric
- * family and label values), its devices and links (the inventory), and one
+ * family and label values), its devices and links, the Neuron runtimes
+ * using its cores and the instance it runs on (the inventory), and one
  * tick's values (a sample batch). The collectors fill them, the store keeps
- * them, the web side renders them. */
+ * them, the web side renders them.
+ *
+ * NeuronCores are numbered as the AWS tools number them: `neuroncore` is the
+ * host-wide index of a logical NeuronCore, lnc physical cores each (LNC 2 on
+ * Trainium2 and Trainium3 by default, else 1); device N's logical core k is
+ * N * cores_per_device + k. Physical cores appear only as a breakdown. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,26 +16,52 @@
 
 #include "lib/metric.h"
 
-#define SERIES_LABEL_VALUE_MAX 48 /* fits the driver's longest status name */
+/* Fits the driver's longest status name and runtime tags of 63 bytes
+ * (longer tags are cut there). */
+#define SERIES_LABEL_VALUE_MAX 64
 #define INVENTORY_NAME_MAX 64
 
-/* One time series: its family and the values of the family's labels. */
+/* One time series: its family and the values of the family's labels; an
+ * empty value is an absent label (lib/metric.h). */
 struct series_desc {
         enum metric_id metric;
         char label_values[METRIC_LABELS_MAX][SERIES_LABEL_VALUE_MAX];
 };
 
 struct device_info {
-        unsigned index;        /* neuron<N> */
-        char name[32];         /* sysfs device_name, e.g. "Trainium1" */
-        char arch[8];          /* sysfs arch_type of the device, e.g. "NDv2" */
-        char core_arch[8];     /* NeuronCore arch, e.g. "NCv2" */
-        unsigned core_count;   /* physical NeuronCores */
-        unsigned first_core;   /* host-wide index of the device's core 0 */
-        uint64_t memory_bytes; /* HBM capacity; 0 when unknown */
-        char serial[24];       /* sysfs serial_number, or "" when unknown */
+        unsigned index;               /* neuron<N> */
+        char name[32];                /* sysfs device_name, e.g. "Trainium1" */
+        char arch[8];                 /* sysfs arch_type of the device, e.g. "NDv2" */
+        char core_arch[8];            /* NeuronCore arch, e.g. "NCv2" */
+        unsigned core_count;          /* logical NeuronCores */
+        unsigned physical_core_count; /* physical NeuronCores: core_count * lnc */
+        unsigned first_core;          /* host-wide logical index of the device's core 0 */
+        uint64_t memory_bytes;        /* HBM capacity; 0 when unknown */
+        char serial[24];              /* sysfs serial_number, or "" when unknown */
         unsigned n_peers;
         unsigned *peers; /* device indexes this device links to */
+};
+
+/* The EC2 instance, as its instance metadata (IMDS) describes it, or as
+ * the device model makes one up. Empty strings are unknown. */
+struct instance_identity {
+        char instance_id[32]; /* "i-0123456789abcdef0" */
+        char instance_type[INVENTORY_NAME_MAX];
+        char instance_name[128];    /* the Name tag, when instance tags are in the metadata */
+        char availability_zone[32]; /* "us-east-2b" */
+        char availability_zone_id[32];
+        char region[32];
+        char subnet_id[48];
+        char ami_id[32];
+        char error[160]; /* why the identity is unknown or partial, "" when none */
+};
+
+/* A Neuron runtime: a process that loaded models on NeuronCores. */
+struct runtime_info {
+        uint32_t pid;
+        char tag[SERIES_LABEL_VALUE_MAX]; /* NEURON_PROCESS_TAG, or the pid when it has none */
+        unsigned n_cores;
+        unsigned *cores; /* the logical NeuronCores it holds, ascending */
 };
 
 struct inventory {
@@ -37,8 +69,13 @@ struct inventory {
         char backend[INVENTORY_NAME_MAX];       /* the resolved backend spec */
         char backend_reason[160];               /* why "auto" chose it, or "" */
         char driver_version[32];                /* Neuron driver version, or "" */
+        unsigned lnc;                           /* physical NeuronCores per logical one; 0: no devices */
+        struct instance_identity identity;
         unsigned n_devices;
         struct device_info *devices;
+        /* The runtimes running now; a backend that knows of none has none. */
+        size_t n_runtimes;
+        struct runtime_info *runtimes;
         size_t n_series;
         struct series_desc *series;
 };
@@ -53,5 +90,25 @@ struct sample_batch {
 void inventory_free(struct inventory *inv);
 
 /* Appends a series to the inventory; label values in the family's order,
- * as many as it has labels. Returns 0 or -ENOMEM. */
+ * as many as it has labels (NULL is an empty value). Returns 0 or -ENOMEM. */
 int inventory_add_series(struct inventory *inv, enum metric_id metric, const char *const *label_values);
+
+/* Drops every series, to build the list anew. */
+void inventory_clear_series(struct inventory *inv);
+
+/* Appends a runtime holding n_cores cores (copied). Returns 0 or -ENOMEM. */
+int inventory_add_runtime(struct inventory *inv, uint32_t pid, const char *tag, const unsigned *cores,
+                          unsigned n_cores);
+
+/* Drops every runtime. */
+void inventory_clear_runtimes(struct inventory *inv);
+
+/* Copies n runtimes with their core lists into a new array (NULL and 0
+ * for none). Returns 0 or -ENOMEM. */
+int runtime_info_copy(const struct runtime_info *src, size_t n, struct runtime_info **ret);
+
+/* Frees n runtimes' core lists and the array; NULL-safe. */
+void runtime_info_free(struct runtime_info *r, size_t n);
+
+/* The runtime holding logical core `core`, or NULL. */
+const struct runtime_info *runtime_info_find_core(const struct runtime_info *r, size_t n, unsigned core);

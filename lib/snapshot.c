@@ -1,8 +1,42 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/snapshot.h"
+
+struct series_set *series_set_new(uint64_t generation, const struct series_desc *series, size_t n,
+                                  const struct runtime_info *runtimes, size_t n_runtimes) {
+        struct series_set *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->series = malloc((n ? n : 1) * sizeof(*s->series));
+        if (!s->series || runtime_info_copy(runtimes, n_runtimes, &s->runtimes) < 0) {
+                free(s->series);
+                free(s);
+                return NULL;
+        }
+        memcpy(s->series, series, n * sizeof(*s->series));
+        s->n = n;
+        s->n_runtimes = n_runtimes;
+        s->generation = generation;
+        atomic_init(&s->refs, 1);
+        return s;
+}
+
+struct series_set *series_set_ref(struct series_set *s) {
+        if (s)
+                atomic_fetch_add(&s->refs, 1);
+        return s;
+}
+
+void series_set_unref(struct series_set *s) {
+        if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+                return;
+        runtime_info_free(s->runtimes, s->n_runtimes);
+        free(s->series);
+        free(s);
+}
 
 struct snapshot *snapshot_new(size_t n) {
         /* One allocation: header, values, then validity flags. */
@@ -17,8 +51,10 @@ struct snapshot *snapshot_new(size_t n) {
 }
 
 void snapshot_unref(struct snapshot *s) {
-        if (s && atomic_fetch_sub(&s->refs, 1) == 1)
+        if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
+                series_set_unref(s->set);
                 free(s);
+        }
 }
 
 void snapshot_slot_init(struct snapshot_slot *slot) {

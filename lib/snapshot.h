@@ -10,15 +10,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/inventory.h"
+
 #define SNAPSHOT_COLLECTORS_MAX 4
 
+/* The series a snapshot's values belong to, every collector's in order,
+ * with the runtimes they name. The list changes only when a backend's
+ * inventory does (a runtime starts or exits): each change is a new set
+ * with the next generation, shared by every snapshot taken until the
+ * next. Immutable once made; freed with its last reference. */
+struct series_set {
+        atomic_int refs;
+        uint64_t generation; /* 1 for the first set, one more per change */
+        size_t n;
+        struct series_desc *series;
+        size_t n_runtimes;
+        struct runtime_info *runtimes;
+};
+
+/* Copies series and runtimes into a new set with one reference. */
+struct series_set *series_set_new(uint64_t generation, const struct series_desc *series, size_t n,
+                                  const struct runtime_info *runtimes, size_t n_runtimes);
+/* Returns a new reference (NULL-safe). */
+struct series_set *series_set_ref(struct series_set *s);
+void series_set_unref(struct series_set *s); /* NULL-safe */
+
 struct snapshot {
-        int64_t timestamp_ms; /* the tick's stamp, Unix milliseconds */
-        int64_t monotonic_ms; /* CLOCK_MONOTONIC when the tick was taken */
-        uint64_t tick;        /* ticks since start, from 1 */
-        double poll_seconds;  /* wall time the collectors took */
-        uint64_t overruns;    /* intervals skipped since start because a tick ran late */
-        size_t n;             /* series, parallel to the loop's inventory */
+        int64_t timestamp_ms;   /* the tick's stamp, Unix milliseconds */
+        int64_t monotonic_ms;   /* CLOCK_MONOTONIC when the tick was taken */
+        uint64_t tick;          /* ticks since start, from 1 */
+        double poll_seconds;    /* wall time the collectors took */
+        uint64_t overruns;      /* intervals skipped since start because a tick ran late */
+        struct series_set *set; /* what values[i] is; a reference, NULL only in tests that need none */
+        size_t n;               /* series, parallel to set->series */
         double *values;
         uint8_t *valid;
         uint8_t collector_up[SNAPSHOT_COLLECTORS_MAX];
@@ -26,7 +50,7 @@ struct snapshot {
 };
 
 struct snapshot *snapshot_new(size_t n);
-void snapshot_unref(struct snapshot *s); /* NULL-safe */
+void snapshot_unref(struct snapshot *s); /* NULL-safe; drops its set's reference too */
 
 struct snapshot_slot {
         pthread_mutex_t lock;

@@ -41,6 +41,19 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  key TEXT PRIMARY KEY,"
                                  "  value INTEGER NOT NULL);";
 
+/* Series that earlier neurond versions wrote under a label the ecosystem
+ * spells otherwise: hardware_ecc_events_total named its device label
+ * neuron_device, AWS's exporter says neuron_device_index. The rows are
+ * renamed in place, as the upsert of store-write.c writes them now, so the
+ * history continues in one series. A row whose new spelling exists already
+ * (a newer neurond ran, then an older one) is left as it is. Runs at every
+ * open; it finds nothing to do after the first. */
+static const char rename_labels_sql[] =
+        "UPDATE OR IGNORE series SET labels = json_object('neuron_device_index', "
+        "json_extract(labels, '$.neuron_device'), 'event_type', json_extract(labels, '$.event_type')) "
+        "WHERE metric = 'hardware_ecc_events_total' AND json_type(labels, '$.neuron_device') IS NOT NULL "
+        "AND json_type(labels, '$.event_type') IS NOT NULL";
+
 /* Schema 1 kept one row per sample in samples(series_id, ts, value). */
 static int migrate_from_1(struct store *s) {
         sqlite3_stmt *sel = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
@@ -118,6 +131,8 @@ int store_schema_setup(struct store *s) {
                 r = sql_exec(s->db, schema_sql);
         if (r == 0 && version == 1)
                 r = migrate_from_1(s);
+        if (r == 0)
+                r = sql_exec(s->db, rename_labels_sql);
         if (r == 0 && version < STORE_SCHEMA_VERSION)
                 r = sql_exec(s->db, "PRAGMA user_version = 2");
         if (r == 0)

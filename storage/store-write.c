@@ -198,7 +198,9 @@ out:
         return r;
 }
 
-/* json_object() with as many name/value pairs as the family has labels. */
+/* json_object() with a name/value pair per label that has a value: an
+ * empty value is no label (lib/metric.h), so a family that gained a label
+ * keeps the identity of its series without it. */
 static int series_upsert(struct store *s, const struct series_desc *d, int64_t *ret_id) {
         static const char *const sql[METRIC_LABELS_MAX + 1] = {
                 "INSERT INTO series(metric, labels) VALUES (?1, json_object()) "
@@ -209,17 +211,24 @@ static int series_upsert(struct store *s, const struct series_desc *d, int64_t *
                 "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
                 "INSERT INTO series(metric, labels) VALUES (?1, json_object(?2, ?3, ?4, ?5, ?6, ?7)) "
                 "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
+                "INSERT INTO series(metric, labels) VALUES (?1, json_object(?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)) "
+                "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
         };
         const struct metric_desc *m = &metric_table[d->metric];
-        size_t n_labels = metric_label_count(m);
+        size_t n_labels = metric_label_count(m), n_set = 0;
+        for (size_t i = 0; i < n_labels; i++)
+                n_set += d->label_values[i][0] != '\0';
         sqlite3_stmt *st = NULL;
-        int r = sql_prepare(s->db, sql[n_labels], &st);
+        int r = sql_prepare(s->db, sql[n_set], &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
-        for (size_t i = 0; i < n_labels; i++) {
-                sqlite3_bind_text(st, 2 + 2 * (int) i, m->labels[i], -1, SQLITE_STATIC);
-                sqlite3_bind_text(st, 3 + 2 * (int) i, d->label_values[i], -1, SQLITE_STATIC);
+        for (size_t i = 0, k = 0; i < n_labels; i++) {
+                if (!d->label_values[i][0])
+                        continue;
+                sqlite3_bind_text(st, 2 + 2 * (int) k, m->labels[i], -1, SQLITE_STATIC);
+                sqlite3_bind_text(st, 3 + 2 * (int) k, d->label_values[i], -1, SQLITE_STATIC);
+                k++;
         }
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)

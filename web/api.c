@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +50,14 @@ static void json_sample(struct buf *b, int64_t ms, double v) {
         buf_puts(b, "]");
 }
 
+/* The labels as Prometheus writes them: an empty value is no label. */
 static void json_series_labels(struct buf *b, const struct series_desc *d) {
         const struct metric_desc *m = &metric_table[d->metric];
         buf_puts(b, "{\"__name__\":");
         json_string(b, m->name);
         for (size_t l = 0; l < metric_label_count(m); l++) {
+                if (!d->label_values[l][0])
+                        continue;
                 buf_puts(b, ",");
                 json_string(b, m->labels[l]);
                 buf_puts(b, ":");
@@ -113,15 +117,21 @@ static bool series_has_label(const struct series_desc *d, const char *name, cons
         return idx >= 0 && strcmp(d->label_values[idx], value) == 0;
 }
 
+/* Whether the series belongs to device `index`: its neuron_device label,
+ * or neuron_device_index where the ecosystem spells it so. */
+static bool series_on_device(const struct series_desc *d, const char *index) {
+        return series_has_label(d, "neuron_device", index) || series_has_label(d, "neuron_device_index", index);
+}
+
 /* The metric families the backend reports for a device: what the driver or
  * model does not expose has no series, so it is absent here too. */
-static void json_device_metrics(struct buf *b, const struct web_context *ctx, unsigned index) {
+static void json_device_metrics(struct buf *b, const struct series_set *set, unsigned index) {
         char idx[16];
         bool seen[METRIC__COUNT] = { false };
         snprintf(idx, sizeof(idx), "%u", index);
-        for (size_t i = 0; i < ctx->n_series; i++)
-                if (series_has_label(&ctx->series[i], "neuron_device", idx))
-                        seen[ctx->series[i].metric] = true;
+        for (size_t i = 0; set && i < set->n; i++)
+                if (series_on_device(&set->series[i], idx))
+                        seen[set->series[i].metric] = true;
         buf_puts(b, ",\"metrics\":[");
         for (int m = 0, n = 0; m < METRIC__COUNT; m++) {
                 if (!seen[m])
@@ -132,14 +142,40 @@ static void json_device_metrics(struct buf *b, const struct web_context *ctx, un
         buf_puts(b, "]");
 }
 
-static void json_device(struct buf *b, const struct web_context *ctx, const struct device_info *d) {
+/* Who uses which core: each logical NeuronCore of the device, its
+ * physical cores and the runtime holding it (null when none). */
+static void json_device_cores(struct buf *b, const struct inventory *inv, const struct series_set *set,
+                              const struct device_info *d) {
+        unsigned lnc = inv->lnc ? inv->lnc : 1;
+        buf_puts(b, ",\"neuroncores\":[");
+        for (unsigned k = 0; k < d->core_count; k++) {
+                unsigned core = d->first_core + k;
+                const struct runtime_info *r =
+                        set ? runtime_info_find_core(set->runtimes, set->n_runtimes, core) : NULL;
+                buf_printf(b, "%s{\"neuroncore\":%u,\"physical_neuroncores\":[", k ? "," : "", core);
+                for (unsigned p = 0; p < lnc; p++)
+                        buf_printf(b, "%s%u", p ? "," : "", core * lnc + p);
+                buf_puts(b, "],\"runtime_tag\":");
+                if (r) {
+                        json_string(b, r->tag);
+                        buf_printf(b, ",\"pid\":%u}", r->pid);
+                } else {
+                        buf_puts(b, "null,\"pid\":null}");
+                }
+        }
+        buf_puts(b, "]");
+}
+
+static void json_device(struct buf *b, const struct web_context *ctx, const struct series_set *set,
+                        const struct device_info *d) {
         buf_printf(b, "{\"index\":%u,\"name\":", d->index);
         json_string(b, d->name);
         buf_puts(b, ",\"arch\":");
         json_string(b, d->arch);
         buf_puts(b, ",\"core_arch\":");
         json_string(b, d->core_arch);
-        buf_printf(b, ",\"cores\":%u,\"first_core\":%u,\"memory_total_bytes\":", d->core_count, d->first_core);
+        buf_printf(b, ",\"cores\":%u,\"physical_cores\":%u,\"first_core\":%u,\"memory_total_bytes\":", d->core_count,
+                   d->physical_core_count, d->first_core);
         /* 0 means the capacity is unknown (a chip not in the catalog): say so. */
         if (d->memory_bytes)
                 buf_printf(b, "%llu", (unsigned long long) d->memory_bytes);
@@ -150,7 +186,32 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
                 buf_printf(b, "%s%u", p ? "," : "", d->peers[p]);
         buf_puts(b, "],\"serial_number\":");
         json_string(b, d->serial);
-        json_device_metrics(b, ctx, d->index);
+        json_device_metrics(b, set, d->index);
+        json_device_cores(b, ctx->inv, set, d);
+        buf_puts(b, "}");
+}
+
+static void json_identity(struct buf *b, const struct instance_identity *id) {
+        static const struct {
+                const char *name;
+                size_t offset;
+        } fields[] = {
+                { "instance_id", offsetof(struct instance_identity, instance_id) },
+                { "instance_type", offsetof(struct instance_identity, instance_type) },
+                { "instance_name", offsetof(struct instance_identity, instance_name) },
+                { "availability_zone", offsetof(struct instance_identity, availability_zone) },
+                { "availability_zone_id", offsetof(struct instance_identity, availability_zone_id) },
+                { "region", offsetof(struct instance_identity, region) },
+                { "subnet_id", offsetof(struct instance_identity, subnet_id) },
+                { "ami_id", offsetof(struct instance_identity, ami_id) },
+                { "error", offsetof(struct instance_identity, error) },
+        };
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+                buf_puts(b, i ? "," : "{");
+                json_string(b, fields[i].name);
+                buf_puts(b, ":");
+                json_string(b, (const char *) id + fields[i].offset);
+        }
         buf_puts(b, "}");
 }
 
@@ -168,13 +229,17 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         json_string(b, inv->backend_reason);
         buf_puts(b, ",\"driver_version\":");
         json_string(b, inv->driver_version);
+        buf_printf(b, ",\"lnc\":%u,\"instance\":", inv->lnc);
+        json_identity(b, &inv->identity);
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, ",\"devices\":[");
         for (unsigned i = 0; i < inv->n_devices; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_device(b, ctx, &inv->devices[i]);
+                json_device(b, ctx, snap ? snap->set : NULL, &inv->devices[i]);
         }
         buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }
@@ -205,7 +270,7 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
         snprintf(label, sizeof(label), "%u", (unsigned) index);
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"device\":");
-        json_device(b, ctx, dev);
+        json_device(b, ctx, snap ? snap->set : NULL, dev);
         buf_puts(b, ",\"timestamp\":");
         if (snap)
                 json_time(b, snap->timestamp_ms);
@@ -213,9 +278,9 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
                 buf_puts(b, "null");
         buf_puts(b, ",\"values\":[");
         bool first = true;
-        for (size_t i = 0; snap && i < snap->n; i++) {
-                const struct series_desc *d = &ctx->series[i];
-                if (!snap->valid[i] || !series_has_label(d, "neuron_device", label))
+        for (size_t i = 0; snap && snap->set && i < snap->n; i++) {
+                const struct series_desc *d = &snap->set->series[i];
+                if (!snap->valid[i] || !series_on_device(d, label))
                         continue;
                 buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
                 first = false;
@@ -291,8 +356,8 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
                 buf_puts(b, "null");
         buf_puts(b, ",\"result\":[");
         bool first = true;
-        for (size_t i = 0; snap && i < snap->n; i++) {
-                const struct series_desc *d = &ctx->series[i];
+        for (size_t i = 0; snap && snap->set && i < snap->n; i++) {
+                const struct series_desc *d = &snap->set->series[i];
                 if (!snap->valid[i] || (metric >= 0 && d->metric != (enum metric_id) metric))
                         continue;
                 bool keep = true;
@@ -337,8 +402,10 @@ void api_query_range_admit(const struct web_context *ctx, const struct web_reque
          * the one holding start, for every series that matches. */
         size_t points = (size_t) ((q.end_ms - (q.start_ms - q.start_ms % q.step_ms)) / q.step_ms) + 1;
         size_t series = 0;
-        for (size_t i = 0; i < ctx->n_series; i++)
-                series += matches(&ctx->series[i], &q);
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        for (size_t i = 0; snap && snap->set && i < snap->set->n; i++)
+                series += matches(&snap->set->series[i], &q);
+        snapshot_unref(snap);
         if (series > max_series)
                 reply_error(reply, 422, "execution",
                             "the query matches %zu series, more than max_query_series (%zu); add label filters", series,
@@ -516,7 +583,8 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
         buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":",
                    (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / 1000.0);
         buf_double(b, ctx->time_scale);
-        buf_printf(b, ",\"series\":%zu,\"started\":", ctx->n_series);
+        buf_printf(b, ",\"series\":%zu,\"runtimes\":%zu,\"started\":", snap && snap->set ? snap->set->n : 0,
+                   snap && snap->set ? snap->set->n_runtimes : 0);
         json_time(b, ctx->started_ms);
         buf_printf(b, ",\"uptime_seconds\":%.3f,\"last_tick\":", (double) (clock_wall_ms() - ctx->started_ms) / 1000.0);
         if (snap)
@@ -536,6 +604,44 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
                 buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
                 json_string(b, ctx->self.collector_names[i]);
                 buf_printf(b, ",\"up\":%s}", snap && snap->collector_up[i] ? "true" : "false");
+        }
+        buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+/* The Neuron runtimes as of the latest tick and the cores each holds. */
+void api_runtimes(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        struct buf *b = &reply->body;
+        unsigned cores_per_device = ctx->inv->n_devices ? ctx->inv->devices[0].core_count : 0;
+
+        if (reject_params(req, reply))
+                return;
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        const struct series_set *set = snap ? snap->set : NULL;
+        buf_puts(b, "{\"status\":\"success\",\"data\":{\"timestamp\":");
+        if (snap)
+                json_time(b, snap->timestamp_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"runtimes\":[");
+        for (size_t i = 0; set && i < set->n_runtimes; i++) {
+                const struct runtime_info *r = &set->runtimes[i];
+                buf_printf(b, "%s{\"pid\":%u,\"runtime_tag\":", i ? "," : "", r->pid);
+                json_string(b, r->tag);
+                buf_puts(b, ",\"neuroncores\":[");
+                for (unsigned k = 0; k < r->n_cores; k++)
+                        buf_printf(b, "%s%u", k ? "," : "", r->cores[k]);
+                buf_puts(b, "],\"neuron_devices\":[");
+                /* Cores are ascending: a device's cores are neighbours. */
+                for (unsigned k = 0, n = 0; cores_per_device && k < r->n_cores; k++) {
+                        unsigned dev = r->cores[k] / cores_per_device;
+                        if (k > 0 && r->cores[k - 1] / cores_per_device == dev)
+                                continue;
+                        buf_printf(b, "%s%u", n++ ? "," : "", dev);
+                }
+                buf_puts(b, "]}");
         }
         buf_puts(b, "]}}\n");
         snapshot_unref(snap);

@@ -29,5 +29,7 @@ void api_query_range_admit(const struct web_context *ctx, const struct web_reque
 void api_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/status: version, backend, interval, uptime, store and collectors. */
 void api_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/runtimes: the Neuron runtimes and the cores each holds. */
+void api_runtimes(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* Any other path under /api: 404. */
 void api_not_found(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);

@@ -19,10 +19,9 @@
 
 struct web_context {
         const char *web_root;
-        const struct inventory *inv;      /* devices of the accelerator backend */
-        const struct series_desc *series; /* every series, parallel to snapshots */
-        size_t n_series;
-        const struct expo *expo;
+        const struct inventory *inv; /* devices and identity of the accelerator backend; its series and
+                                        runtimes are the loop's to change: read those from a snapshot's set */
+        bool instance_labels;        /* the instance labels on every series of /metrics */
         struct expo_self self;
         struct snapshot_slot *latest;
         struct history history;      /* stored history; ops NULL when there is none */

@@ -1,9 +1,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/process.h"
 #include "web/expo.h"
 
 const char *const expo_http_codes[EXPO_HTTP_CODES] = {
@@ -19,6 +21,8 @@ struct expo_family {
 };
 
 struct expo {
+        char *info[2]; /* instance_info and neuron_hardware_info per accept_format, or NULL */
+        size_t info_len[2];
         size_t n_series;
         size_t *order;   /* series indexes grouped by family */
         char **prefixes; /* per series: `name{labels} ` */
@@ -93,6 +97,9 @@ static void family_header(struct buf *out, enum accept_format format, const char
         } else if (strcmp(type, "info") == 0) {
                 type = "gauge";
         }
+        /* OpenMetrics calls an untyped family "unknown". */
+        if (format == ACCEPT_OPENMETRICS && strcmp(type, "untyped") == 0)
+                type = "unknown";
         buf_puts(out, "# HELP ");
         buf_append(out, sample, name_len);
         buf_puts(out, " ");
@@ -121,13 +128,95 @@ void expo_free(struct expo *e) {
                 free(e->families[f].header[0]);
                 free(e->families[f].header[1]);
         }
+        free(e->info[0]);
+        free(e->info[1]);
         free(e->prefixes);
         free(e->prefix_lens);
         free(e->order);
         free(e);
 }
 
-int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
+/* Appends `name="value"` pairs with non-empty values, the first after
+ * `{` and the others after `,`; *open says whether `{` was written. */
+static void append_labels(struct buf *b, const char *const *names, const char *const *values, size_t n, bool *open) {
+        for (size_t i = 0; i < n; i++) {
+                if (!values[i] || !values[i][0])
+                        continue;
+                buf_puts(b, *open ? "," : "{");
+                *open = true;
+                buf_puts(b, names[i]);
+                buf_puts(b, "=\"");
+                expo_escape_label_value(b, values[i]);
+                buf_puts(b, "\"");
+        }
+}
+
+#define INSTANCE_LABELS 6
+static const char *const instance_label_names[INSTANCE_LABELS] = {
+        "instance_name", "instance_id", "instance_type", "availability_zone", "region", "subnet_id",
+};
+
+static void instance_label_values(const struct instance_identity *id, const char *values[INSTANCE_LABELS]) {
+        const char *v[INSTANCE_LABELS] = {
+                id->instance_name, id->instance_id, id->instance_type, id->availability_zone, id->region, id->subnet_id,
+        };
+        memcpy(values, v, sizeof(v));
+}
+
+/* neuron-monitor's neuron_device_type: the chip family in lower case. */
+static void device_type(const struct device_info *d, char *out, size_t size) {
+        size_t i = 0;
+        for (; d->name[i] && i + 1 < size; i++)
+                out[i] = (char) (d->name[i] >= 'A' && d->name[i] <= 'Z' ? d->name[i] - 'A' + 'a' : d->name[i]);
+        out[i] = '\0';
+        /* The driver says "Trainium1"; the tools say "trainium". */
+        if (strcmp(out, "trainium1") == 0)
+                out[strlen("trainium")] = '\0';
+}
+
+/* neuron-monitor's neuroncore_version: "v2" from "NCv2", with a "d" for
+ * a logical core of two physical ones (the user guide's "v3d"). */
+static void core_version(const struct device_info *d, unsigned lnc, char *out, size_t size) {
+        const char *v = strncmp(d->core_arch, "NC", 2) == 0 ? d->core_arch + 2 : d->core_arch;
+        snprintf(out, size, "%s%s", v, lnc > 1 && v[0] ? "d" : "");
+}
+
+/* The two info families, rendered once: they change only with the inventory. */
+static void render_info(struct buf *b, enum accept_format format, const struct inventory *inv) {
+        const char *inst[INSTANCE_LABELS];
+        bool open = false;
+
+        instance_label_values(&inv->identity, inst);
+        if (inv->identity.instance_id[0]) {
+                family_header(b, format, "instance_info", "EC2 instance information; always 1.", "info", NULL);
+                buf_puts(b, "instance_info");
+                append_labels(b, instance_label_names, inst, INSTANCE_LABELS, &open);
+                buf_puts(b, open ? "} 1\n" : " 1\n");
+        }
+        if (inv->n_devices == 0)
+                return;
+        const struct device_info *d = &inv->devices[0];
+        char count[16], per[16], size[24], type[32], version[16], lnc[8];
+        snprintf(count, sizeof(count), "%u", inv->n_devices);
+        snprintf(per, sizeof(per), "%u", d->core_count);
+        snprintf(size, sizeof(size), "%llu", (unsigned long long) d->memory_bytes);
+        snprintf(lnc, sizeof(lnc), "%u", inv->lnc);
+        device_type(d, type, sizeof(type));
+        core_version(d, inv->lnc, version, sizeof(version));
+        static const char *const names[] = {
+                "neuron_device_count", "neuroncore_per_device_count", "neuron_device_memory_size",
+                "neuron_device_type",  "neuroncore_version",          "logical_neuroncore_config",
+        };
+        const char *values[] = { count, per, d->memory_bytes ? size : "", type, version, inv->lnc ? lnc : "" };
+        family_header(b, format, "neuron_hardware_info", "Neuron hardware information; always 1.", "info", NULL);
+        buf_puts(b, "neuron_hardware_info");
+        open = false;
+        append_labels(b, names, values, sizeof(names) / sizeof(names[0]), &open);
+        append_labels(b, instance_label_names, inst, INSTANCE_LABELS, &open);
+        buf_puts(b, "} 1\n");
+}
+
+int expo_new_with(const struct series_desc *series, size_t n, const struct expo_instance *instance, struct expo **ret) {
         struct expo *e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
@@ -153,7 +242,11 @@ int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
                         for (int f = ACCEPT_TEXT; f <= ACCEPT_OPENMETRICS; f++) {
                                 struct buf b = { 0 };
                                 family_header(&b, (enum accept_format) f, md->name, md->help,
-                                              md->type == METRIC_COUNTER ? "counter" : "gauge", md->unit);
+                                              md->type == METRIC_COUNTER   ? "counter"
+                                              : md->type == METRIC_INFO    ? "info"
+                                              : md->type == METRIC_UNTYPED ? "untyped"
+                                                                           : "gauge",
+                                              md->unit);
                                 if (b.failed) {
                                         buf_free(&b);
                                         goto fail;
@@ -169,19 +262,20 @@ int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
         for (size_t i = 0; i < n; i++)
                 e->order[next[series[i].metric]++] = i;
 
+        const char *inst[INSTANCE_LABELS] = { NULL };
+        if (instance && instance->labels_on_every_series)
+                instance_label_values(&instance->inv->identity, inst);
         for (size_t i = 0; i < n; i++) {
                 const struct metric_desc *m = &metric_table[series[i].metric];
+                const char *values[METRIC_LABELS_MAX];
                 struct buf b = { 0 };
+                bool open = false;
+                for (size_t l = 0; l < METRIC_LABELS_MAX; l++)
+                        values[l] = series[i].label_values[l];
                 buf_puts(&b, m->name);
-                size_t n_labels = metric_label_count(m);
-                for (size_t l = 0; l < n_labels; l++) {
-                        buf_puts(&b, l ? "," : "{");
-                        buf_puts(&b, m->labels[l]);
-                        buf_puts(&b, "=\"");
-                        expo_escape_label_value(&b, series[i].label_values[l]);
-                        buf_puts(&b, "\"");
-                }
-                buf_puts(&b, n_labels ? "} " : " ");
+                append_labels(&b, m->labels, values, metric_label_count(m), &open);
+                append_labels(&b, instance_label_names, inst, INSTANCE_LABELS, &open);
+                buf_puts(&b, open ? "} " : " ");
                 if (b.failed) {
                         buf_free(&b);
                         goto fail;
@@ -190,11 +284,25 @@ int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
                 e->prefix_lens[i] = b.len;
                 e->prefix_total += b.len;
         }
+        for (int f = ACCEPT_TEXT; instance && f <= ACCEPT_OPENMETRICS; f++) {
+                struct buf b = { 0 };
+                render_info(&b, (enum accept_format) f, instance->inv);
+                if (b.failed) {
+                        buf_free(&b);
+                        goto fail;
+                }
+                e->info[f] = b.data;
+                e->info_len[f] = b.len;
+        }
         *ret = e;
         return 0;
 fail:
         expo_free(e);
         return -ENOMEM;
+}
+
+int expo_new(const struct series_desc *series, size_t n, struct expo **ret) {
+        return expo_new_with(series, n, NULL, ret);
 }
 
 static void counter_line(struct buf *out, const char *name, const atomic_uint_fast64_t *value) {
@@ -237,6 +345,28 @@ static void render_forward(const struct forward *fw, enum accept_format format, 
                         buf_puts(out, "\n");
                 }
         }
+}
+
+/* neurond's process as Prometheus client libraries describe theirs. */
+static void render_process(struct buf *out, enum accept_format format, const struct process_stats *ps) {
+        family_header(out, format, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                      "counter", "seconds");
+        buf_puts(out, "process_cpu_seconds_total ");
+        buf_double(out, ps->cpu_seconds);
+        buf_puts(out, "\n");
+        family_header(out, format, "process_start_time_seconds",
+                      "Start time of the process since unix epoch in seconds.", "gauge", "seconds");
+        buf_puts(out, "process_start_time_seconds ");
+        buf_double(out, ps->start_time);
+        buf_puts(out, "\n");
+        family_header(out, format, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge", "bytes");
+        buf_printf(out, "process_virtual_memory_bytes %llu\n", (unsigned long long) ps->virtual_bytes);
+        family_header(out, format, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", "bytes");
+        buf_printf(out, "process_resident_memory_bytes %llu\n", (unsigned long long) ps->resident_bytes);
+        family_header(out, format, "process_open_fds", "Number of open file descriptors.", "gauge", NULL);
+        buf_printf(out, "process_open_fds %llu\n", (unsigned long long) ps->open_fds);
+        family_header(out, format, "process_max_fds", "Maximum number of open file descriptors.", "gauge", NULL);
+        buf_printf(out, "process_max_fds %llu\n", (unsigned long long) ps->max_fds);
 }
 
 static void render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
@@ -285,6 +415,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                                    (unsigned long long) v);
                 }
         }
+        struct process_stats ps;
+        if (self->process && process_stats_read(&ps) == 0)
+                render_process(out, format, &ps);
         if (!snap)
                 return;
         family_header(out, format, "neurond_collector_up", "1 when the collector's last read succeeded, else 0.",
@@ -313,11 +446,13 @@ static void render_series(const struct expo *e, const struct snapshot *snap, enu
                           struct buf *out) {
         int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
 
-        if (!snap || snap->n != e->n_series)
+        if (!e || !snap || snap->n != e->n_series)
                 return;
         /* Names and labels are known; a value takes at most 24 bytes. One
          * reservation, no regrowth. */
-        buf_reserve(out, e->prefix_total + e->n_series * 25 + e->header_total);
+        buf_reserve(out, e->prefix_total + e->n_series * 25 + e->header_total + e->info_len[f]);
+        if (e->info[f])
+                buf_append(out, e->info[f], e->info_len[f]);
         for (size_t k = 0; k < e->n_families; k++) {
                 const struct expo_family *fam = &e->families[k];
                 buf_append(out, fam->header[f], fam->header_len[f]);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,15 +46,33 @@ struct expo_self {
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
         const struct history *history;             /* the store's write health, or NULL */
         const struct forward *forward;             /* remote write endpoints, or NULL */
+        bool process;                              /* neurond's own process_* figures (lib/process.h) */
 };
 
+/* What /metrics says about the instance and its hardware, as AWS's
+ * exporter does: instance_info{instance_name, instance_id, instance_type,
+ * availability_zone, region, subnet_id} when the identity is known, and
+ * neuron_hardware_info{neuron_device_count, neuroncore_per_device_count,
+ * neuron_device_memory_size, neuron_device_type, neuroncore_version,
+ * logical_neuroncore_config, and the instance labels} when there are
+ * devices; with labels_on_every_series, every series of the snapshot
+ * carries the instance labels too. Empty values are left out. */
+struct expo_instance {
+        const struct inventory *inv; /* identity and devices of the accelerator backend */
+        bool labels_on_every_series;
+};
+
+/* Prepares the exposition of these series; instance may be NULL (no info
+ * families, no instance labels). */
+int expo_new_with(const struct series_desc *series, size_t n, const struct expo_instance *instance, struct expo **ret);
 int expo_new(const struct series_desc *series, size_t n, struct expo **ret);
 void expo_free(struct expo *e); /* NULL-safe */
 
 /* Appends the exposition of snap (may be NULL before the first tick) in
- * the given format. Series not valid in the snapshot are left out (the loop
- * clears every series of a collector whose read failed, and
- * neurond_collector_up says 0). OpenMetrics output ends with "# EOF". */
+ * the given format; snap's series must be the ones e was made for. Series
+ * not valid in the snapshot are left out (the loop clears every series of a
+ * collector whose read failed, and neurond_collector_up says 0), and so are
+ * labels with empty values. OpenMetrics output ends with "# EOF". */
 void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
                  enum accept_format format, struct buf *out);
 

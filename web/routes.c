@@ -22,6 +22,7 @@ const struct route routes_table[] = {
         { "/api/v1/latest",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_latest,      AT_ONCE },
         { "/api/v1/query_range",  ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_query_range,
                                                                                                         QUEUED(api_query_range_admit) },
+        { "/api/v1/runtimes",     ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_runtimes,    AT_ONCE },
         { "/api/v1/series",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_series,      QUEUED(NULL) },
         { "/api/v1/status",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_status,      AT_ONCE },
         { "/api/v1/admin/faults", ROUTE_EXACT,   ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_DELETE,

@@ -22,13 +22,28 @@ struct rendered {
         struct MHD_Response *response;
 };
 
+/* The exposition prepared for one series set (lib/snapshot.h). */
+struct shared_expo {
+        atomic_int refs;
+        uint64_t generation;
+        struct expo *expo;
+};
+
 #define FORMATS 2 /* enum accept_format */
 
 struct scrape_cache {
-        pthread_mutex_t lock;              /* guards slot */
+        pthread_mutex_t lock;              /* guards slot and expo */
         pthread_mutex_t render[FORMATS];   /* one rendering of a format at a time */
         struct rendered *slot[FORMATS][2]; /* [format][gzip] */
+        struct shared_expo *expo;          /* for the newest series set scraped, or NULL */
 };
+
+static void shared_expo_unref(struct shared_expo *x) {
+        if (x && atomic_fetch_sub(&x->refs, 1) == 1) {
+                expo_free(x->expo);
+                free(x);
+        }
+}
 
 static void rendered_unref(struct rendered *r) {
         if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
@@ -64,6 +79,7 @@ void scrape_cache_free(struct scrape_cache *cache) {
                         rendered_unref(cache->slot[f][z]);
                 pthread_mutex_destroy(&cache->render[f]);
         }
+        shared_expo_unref(cache->expo);
         pthread_mutex_destroy(&cache->lock);
         free(cache);
 }
@@ -93,6 +109,44 @@ static void cache_put(struct scrape_cache *cache, struct rendered *r, enum accep
         }
         pthread_mutex_unlock(&cache->lock);
         rendered_unref(old);
+}
+
+/* A reference to the exposition of snap's series set, prepared now when
+ * the set is newer than the cache's (runtimes started or exited). NULL when
+ * out of memory. */
+static struct shared_expo *cached_expo(struct scrape_cache *cache, const struct web_context *ctx,
+                                       const struct series_set *set) {
+        struct shared_expo *x, *old = NULL;
+
+        pthread_mutex_lock(&cache->lock);
+        x = cache->expo;
+        if (x && x->generation == set->generation)
+                atomic_fetch_add(&x->refs, 1);
+        else
+                x = NULL;
+        pthread_mutex_unlock(&cache->lock);
+        if (x)
+                return x;
+
+        x = calloc(1, sizeof(*x));
+        if (!x)
+                return NULL;
+        atomic_init(&x->refs, 1);
+        x->generation = set->generation;
+        const struct expo_instance instance = { .inv = ctx->inv, .labels_on_every_series = ctx->instance_labels };
+        if (expo_new_with(set->series, set->n, ctx->inv ? &instance : NULL, &x->expo) < 0) {
+                free(x);
+                return NULL;
+        }
+        pthread_mutex_lock(&cache->lock);
+        if (!cache->expo || cache->expo->generation < x->generation) {
+                old = cache->expo;
+                atomic_fetch_add(&x->refs, 1);
+                cache->expo = x;
+        }
+        pthread_mutex_unlock(&cache->lock);
+        shared_expo_unref(old);
+        return x;
 }
 
 /* The response for body, with every header a /metrics answer carries. */
@@ -138,7 +192,12 @@ static struct rendered *rendering(struct scrape_cache *cache, const struct web_c
                 plain = cache_get(cache, tick, format, false);
         if (!r && !plain) {
                 struct buf body = { 0 };
-                expo_render(ctx->expo, snap, &ctx->self, format, &body);
+                struct shared_expo *x = snap && snap->set ? cached_expo(cache, ctx, snap->set) : NULL;
+                if (snap && snap->set && !x)
+                        body.failed = true;
+                else
+                        expo_render(x ? x->expo : NULL, snap, &ctx->self, format, &body);
+                shared_expo_unref(x);
                 plain = finish(ctx, tick, &body, format, false);
                 if (plain)
                         cache_put(cache, plain, format, false);

@@ -89,7 +89,28 @@ async function main() {
     }
   }
   assert.ok(matched, 'caught the page and /api/v1/latest on the same tick');
-  assert.match(await page.textContent('#core-focus'), new RegExp(`NeuronCore ${target}: utilization`), 'focused core is announced');
+  assert.match(await page.textContent('#core-focus'), new RegExp(`NeuronCore ${target}, (runtime [^:]+|no runtime): utilization`), 'focused core is announced');
+
+  step = 'who uses which core';
+  // The tooltip names the runtime holding the core, as /api/v1/devices does
+  // (training holds neuron3's cores for the whole run).
+  const owner = (await getJSON(`${api}api/v1/devices`)).devices[3].neuroncores[1];
+  assert.equal(owner.neuroncore, target);
+  assert.ok(owner.runtime_tag, 'neuron3 core is held by a runtime');
+  assert.ok((await page.textContent('#tip')).includes(`runtime ${owner.runtime_tag} (pid ${owner.pid})`), 'tooltip names the runtime');
+  // The runtimes table: one row per runtime with its pid and cores. A
+  // runtime may start or exit between the two reads: compare those in both.
+  await page.waitForFunction(() => document.querySelectorAll('#runtimes tbody tr[data-runtime]').length > 0, null, { timeout: 20000 });
+  const rts = (await getJSON(`${api}api/v1/runtimes`)).runtimes;
+  const shown = await page.$$eval('#runtimes tbody tr[data-runtime]', (rs) => rs.map((r) => [r.dataset.runtime, r.children[1].textContent, r.children[2].textContent]));
+  const both = rts.filter((r) => shown.some((x) => x[0] === r.runtime_tag));
+  assert.ok(both.length >= rts.length - 1 && both.length > 0, `runtimes shown ${shown.map((x) => x[0])} as the API lists them`);
+  for (const r of both) {
+    const row = shown.find((x) => x[0] === r.runtime_tag);
+    assert.equal(row[1], String(r.pid), `pid of ${r.runtime_tag}`);
+    assert.ok(row[2].startsWith(`${r.neuroncores[0]}`) && row[2].includes(`neuron${r.neuron_devices[0]}`), `cores of ${r.runtime_tag}: ${row[2]}`);
+  }
+  await page.locator('#runtimes').screenshot({ path: join(shots, 'trn1.32xlarge-runtimes.png') });
   await page.locator('.heat-card').screenshot({ path: join(shots, 'trn1.32xlarge-core-focus.png') });
 
   step = 'keyboard selects a core';

@@ -28,12 +28,37 @@ static int fake_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         return 0;
 }
 
+/* Lists f->runtimes runtimes, each holding core k, after the two device series. */
+static int fake_refresh(struct collector *c, int64_t now_ms) {
+        struct fake_collector *f = (struct fake_collector *) c;
+        struct inventory *inv = &c->inv;
+        char tag[16], pid[16];
+
+        (void) now_ms;
+        if (f->refresh_fail_with < 0)
+                return f->refresh_fail_with;
+        if (inv->n_runtimes == f->runtimes)
+                return 0;
+        inventory_clear_runtimes(inv);
+        while (inv->n_series > 2)
+                inv->n_series--;
+        for (unsigned k = 0; k < f->runtimes; k++) {
+                snprintf(tag, sizeof(tag), "rt%u", k);
+                snprintf(pid, sizeof(pid), "%u", 100 + k);
+                if (inventory_add_runtime(inv, 100 + k, tag, &k, 1) < 0 ||
+                    inventory_add_series(inv, METRIC_RUNTIME_INFO, (const char *[]){ tag, pid }) < 0)
+                        return -ENOMEM;
+        }
+        return 1;
+}
+
 static void fake_close(struct collector *c) {
         fake_collector_free((struct fake_collector *) c);
 }
 
 static const struct collector_ops fake_ops = {
         .name = "fake",
+        .refresh = fake_refresh,
         .read = fake_read,
         .close = fake_close,
 };

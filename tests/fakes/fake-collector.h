@@ -1,5 +1,6 @@
 /* A collector for loop tests: two series whose reads can be made to fail,
- * to take longer than the interval, or to stop the loop. */
+ * to take longer than the interval, or to stop the loop; and runtimes that
+ * come and go (each with a neuron_runtime_info series) at its refresh. */
 #pragma once
 
 #include <stdint.h>
@@ -8,10 +9,12 @@
 
 struct fake_collector {
         struct collector base;
-        int fail_with;       /* <0: every read returns this */
-        unsigned sleep_ms;   /* each read takes this long */
-        uint64_t stop_after; /* >0: raise SIGTERM at this read (blocked: it stays pending for the signalfd) */
-        uint64_t reads;      /* reads so far */
+        int fail_with;         /* <0: every read returns this */
+        unsigned sleep_ms;     /* each read takes this long */
+        uint64_t stop_after;   /* >0: raise SIGTERM at this read (blocked: it stays pending for the signalfd) */
+        uint64_t reads;        /* reads so far */
+        unsigned runtimes;     /* runtimes "rt0", "rt1" ... the next refresh lists */
+        int refresh_fail_with; /* <0: every refresh returns this */
 };
 
 /* Returns 0 or -ENOMEM. */

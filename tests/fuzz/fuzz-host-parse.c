@@ -20,18 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(copy, data + 1, len);
         if (data[0] & 1) {
                 struct host_memory m;
-                if (host_parse_meminfo(copy, len, &m) == 0 && m.available_bytes > m.total_bytes)
+                if (host_parse_meminfo(copy, len, &m) == 0 &&
+                    (m.available_bytes > m.total_bytes || m.swap_free_bytes > m.swap_total_bytes))
                         abort();
         } else {
                 struct host_cpu_times a, zero = { 0 };
-                double r[HOST_CPU__COUNT];
-                if (host_parse_stat(copy, len, &a) == 0 && host_cpu_ratios(&zero, &a, r) == 0) {
-                        double sum = 0;
-                        for (int i = 0; i < HOST_CPU__COUNT; i++)
-                                sum += r[i];
-                        if (!(sum > 0.999 && sum < 1.001))
-                                abort();
-                }
+                struct host_cpu_usage u;
+                if (host_parse_stat(copy, len, &a) == 0 && host_cpu_usage(&zero, &a, &u) == 0 &&
+                    !(u.user >= 0 && u.system >= 0 && u.user + u.system < 1.000001))
+                        abort();
         }
         free(copy);
         return 0;

@@ -16,8 +16,9 @@ SECONDS_READING=${SLOW_READER_SECONDS:-25}
 rss_limit=64
 ! grep -q AddressSanitizer "$NEUROND_BIN" || rss_limit=0
 
-# About 25 simulated minutes stored at 1 s: a matrix of a few megabytes.
-start_daemon --backend model:trn2.48xlarge,seed=5,speed=100 --interval 1s
+# About 25 simulated minutes stored at 1 s of 128 NeuronCores (lnc=1: each
+# physical core its own): a matrix of a few megabytes.
+start_daemon --backend model:trn2.48xlarge,seed=5,speed=100,lnc=1 --interval 1s
 sleep 15
 window=$(http /api/v1/status |
   python3 -c "import json, sys; d = json.load(sys.stdin)['data']; print(f\"start={d['started']}&end={d['last_tick']}\")")

@@ -120,8 +120,10 @@ spawn_daemon() {
   # Emptied here, not by the child, which may run late: until then the log
   # of an earlier daemon of that name would show its port.
   : >"$DAEMON_LOG"
-  "$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$TEST_TMP/$DAEMON_NAME.db" "$@" \
-    >>"$DAEMON_LOG" 2>&1 &
+  # Loopback only: the instance metadata service a real host would ask is
+  # a closed port here, unless the test serves one (a later flag wins).
+  "$NEUROND" --allow-root --listen 127.0.0.1:0 --web-root "$WEB_ROOT" --db "$TEST_TMP/$DAEMON_NAME.db" \
+    --instance-metadata 127.0.0.1:1 "$@" >>"$DAEMON_LOG" 2>&1 &
   DAEMON_PID=$!
   eval "DAEMON_PID_$DAEMON_NAME=\$DAEMON_PID"
   case " $DAEMON_NAMES " in *" $DAEMON_NAME "*) ;; *) DAEMON_NAMES="$DAEMON_NAMES $DAEMON_NAME" ;; esac
@@ -304,10 +306,10 @@ healthz_tick() {
 }
 
 # stable_metrics: /metrics without what changes from run to run: the
-# daemon's own neurond_* families (timing, build, root path) and the
-# host's system_*.
+# daemon's own neurond_* and process_* families (timing, build, root path,
+# its process) and the host's system_*.
 stable_metrics() {
-  http /metrics --fail | grep -Ev '^(# (HELP|TYPE) )?(neurond_|system_)'
+  http /metrics --fail | grep -Ev '^(# (HELP|TYPE) )?(neurond_|system_|process_)'
 }
 
 # free_port: a port that was free a moment ago, for programs that cannot

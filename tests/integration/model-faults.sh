@@ -23,8 +23,10 @@ post() {
 # simulated ticks.
 device3_up='neuron_device_up{neuron_device="3"}'
 core_series_absent() { ! curl -sf --max-time 10 "$URL/metrics" | grep -q '^neuroncore_utilization_ratio{neuron_device="3",'; }
+# Failed executions count against the runtime holding the core: training
+# runs one runtime across every core.
 failures_at_least() {
-  v=$(metric_value 'execution_errors_total{neuron_device="0",neuroncore="1",error_type="generic"}')
+  v=$(metric_value 'execution_errors_total{runtime_tag="training-0",error_type="generic"}')
   [ -n "$v" ] && [ "$v" -ge "$1" ]
 }
 link_value() { metric_value 'neuron_link_transmit_bytes_total{neuron_device="4",peer_device="5"}'; }
@@ -55,14 +57,14 @@ wait_until 20 metric_is "$device3_up" 1 || fail "timed out waiting until device 
 
 # A core stuck at 0 % keeps its memory.
 post "core_stuck:5"
-wait_until 20 metric_is 'neuroncore_utilization_ratio{neuron_device="2",neuroncore="5"}' 0 ||
+wait_until 20 metric_is 'neuroncore_utilization_ratio{neuron_device="2",neuroncore="5",runtime_tag="training-0"}' 0 ||
   fail "timed out waiting until core 5 is stuck"
 mem=$(metric_value 'neuroncore_memory_used_bytes{neuron_device="2",neuroncore="5"}')
 [ -n "$mem" ] && [ "$mem" -gt 0 ] || fail "stuck core 5 holds no memory ($mem)"
 
 # ECC events, a link that drops to zero, an execution error burst.
 post "ecc:1:sram_ecc_uncorrected"
-wait_until 20 metric_is 'hardware_ecc_events_total{neuron_device="1",event_type="sram_ecc_uncorrected"}' 1 ||
+wait_until 20 metric_is 'hardware_ecc_events_total{neuron_device_index="1",event_type="sram_ecc_uncorrected"}' 1 ||
   fail "timed out waiting until one ECC event"
 post "link_down:4:5"
 post "exec_errors:1:200+5s"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The largest catalog entry end to end: every core of a Trn3 Gen2
-# UltraServer under the MoE scenario is served on /metrics, the exposition
-# is clean for promtool, and /api/v1/devices lists the all-to-all peers.
+# UltraServer under the MoE scenario is served on /metrics (576 logical
+# NeuronCores at the default LNC 2, with their 1152 physical cores as a
+# breakdown), the exposition is clean for promtool, and /api/v1/devices
+# lists the all-to-all peers.
 . "$(dirname "$0")/lib.sh"
 need curl
 need promtool
@@ -10,9 +12,12 @@ start_daemon --backend model:trn3-gen2-ultraserver,scenario=moe
 curl -sf --max-time 10 "$URL/metrics" >"$TEST_TMP/metrics" || fail "GET /metrics"
 
 cores=$(grep -c '^neuroncore_utilization_ratio{' "$TEST_TMP/metrics")
-[ "$cores" -eq 1152 ] || fail "expected 1152 neuroncore_utilization_ratio series, got $cores"
+[ "$cores" -eq 576 ] || fail "expected 576 neuroncore_utilization_ratio series, got $cores"
 distinct=$(sed -n 's/^neuroncore_utilization_ratio{.*neuroncore="\([0-9]*\)".*/\1/p' "$TEST_TMP/metrics" | sort -un | wc -l)
-[ "$distinct" -eq 1152 ] || fail "expected cores 0-1151, got $distinct distinct"
+[ "$distinct" -eq 576 ] || fail "expected cores 0-575, got $distinct distinct"
+physical=$(sed -n 's/^neuroncore_physical_utilization_ratio{.*physical_neuroncore="\([0-9]*\)".*/\1/p' "$TEST_TMP/metrics" |
+  sort -un | wc -l)
+[ "$physical" -eq 1152 ] || fail "expected physical cores 0-1151, got $physical distinct"
 devices=$(grep -c '^neuron_device_up{.*} 1$' "$TEST_TMP/metrics")
 [ "$devices" -eq 144 ] || fail "expected 144 devices up, got $devices"
 ports=$(grep -c '^neuron_link_transmit_bytes_total{.*peer_device="switch"}' "$TEST_TMP/metrics")

@@ -106,9 +106,9 @@ grep -q '"name":"","arch":"[^"]*","core_arch":""' "$TEST_TMP/devices" ||
   fail "FIFOs as device name and core arch: $(cat "$TEST_TMP/devices")"
 grep -q '"serial_number":""' "$TEST_TMP/devices" || fail "a FIFO as serial number: $(cat "$TEST_TMP/devices")"
 http /metrics --fail >"$TEST_TMP/metrics"
-grep -q '^hardware_ecc_events_total{neuron_device="0",event_type="sram_ecc_uncorrected"}' "$TEST_TMP/metrics" &&
+grep -q '^hardware_ecc_events_total{neuron_device_index="0",event_type="sram_ecc_uncorrected"}' "$TEST_TMP/metrics" &&
   fail "/dev/zero as an ECC counter gives a value"
-grep -q '^hardware_ecc_events_total{neuron_device="0",event_type="mem_ecc_uncorrected"} 0$' "$TEST_TMP/metrics" ||
+grep -q '^hardware_ecc_events_total{neuron_device_index="0",event_type="mem_ecc_uncorrected"} 0$' "$TEST_TMP/metrics" ||
   fail "the readable ECC counters are absent too"
 grep -q '^neuroncore_memory_used_bytes{neuron_device="0",neuroncore="1"} ' "$TEST_TMP/metrics" ||
   fail "the readable files of the core with the FIFO are absent too"

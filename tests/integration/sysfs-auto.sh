@@ -23,6 +23,7 @@ start_daemon inf1 --backend "sysfs:$top_srcdir/tests/data/inf1" --log-level debu
 http /api/v1/devices --fail > "$TEST_TMP/inf1"
 stop_daemon
 for want in '"backend_reason":""' '"driver_version":"2.19.64.0"' '"serial_number":""' '"name":"Inferentia"' \
-  '"metrics":["neuroncore_memory_used_bytes","neuroncore_memory_usage_bytes","execution_status_total","neuron_device_up","neuron_device_memory_used_bytes"'; do
+  '"metrics":["neuroncore_memory_used_bytes","neuroncore_memory_usage_bytes","neuroncore_memory_usage_constants","neuroncore_memory_usage_model_code","neuroncore_memory_usage_model_shared_scratchpad","neuroncore_memory_usage_runtime_memory","neuroncore_memory_usage_tensors","execution_status_total","execution_errors_total","neuroncore_driver_status_total","neuron_device_up","neuron_device_memory_used_bytes"' \
+  '"instance":{"instance_id":"",' '"error":"instance metadata at 127.0.0.1:1: Connection refused"'; do
   grep -qF "$want" "$TEST_TMP/inf1" || fail "/api/v1/devices for inf1 lacks $want: $(cat "$TEST_TMP/inf1")"
 done

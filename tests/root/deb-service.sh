@@ -65,8 +65,8 @@ in_container '
   echo "ok: neurond.service is active as a dynamic user, uid $(stat -c %u /proc/$pid)"'
 wait_container "test -f /var/lib/private/neurond/neurond.db"
 in_container '
-  curl -fsS --max-time 10 http://127.0.0.1:9710/ | grep -q "<title>"
-  curl -fsS --max-time 10 http://127.0.0.1:9710/metrics | grep -q "^neuroncore_utilization_ratio{"
+  curl -fsS --max-time 10 http://127.0.0.1:9710/ | grep "<title>" >/dev/null
+  curl -fsS --max-time 10 http://127.0.0.1:9710/metrics | grep "^neuroncore_utilization_ratio{" >/dev/null
   echo "ok: it serves / and /metrics on 127.0.0.1:9710, its database in /var/lib/private/neurond"'
 
 echo "+ the README's TLS recipe: LoadCredential= and listen = :9710"
@@ -85,7 +85,8 @@ in_container '
     "tls_cert = /run/credentials/neurond.service/tls.crt" \
     "tls_key = /run/credentials/neurond.service/tls.key" \
     "basic_auth_users = /run/credentials/neurond.service/users" \
-    "healthz_open = true" >>/etc/neurond/neurond.conf
+    "healthz_open = true" \
+    "allowed_hosts = neuron-host" >>/etc/neurond/neurond.conf
   systemctl daemon-reload
   systemctl restart neurond.service'
 https_answers() {

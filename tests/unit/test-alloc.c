@@ -97,7 +97,9 @@ static void collector_open_spec__each_allocation_fails__enomem(void **state) {
 static int attempt_expo_new(void *arg) {
         const struct collector *c = arg;
         struct expo *e = NULL;
-        int r = expo_new(c->inv.series, c->inv.n_series, &e);
+        /* With the instance: instance_info, neuron_hardware_info, labels on every series. */
+        const struct expo_instance instance = { .inv = &c->inv, .labels_on_every_series = true };
+        int r = expo_new_with(c->inv.series, c->inv.n_series, &instance, &e);
         if (r < 0) {
                 assert_null(e);
                 return r;
@@ -129,8 +131,39 @@ static void loop_init__each_allocation_fails__enomem(void **state) {
         struct fake_collector *fake = NULL;
         assert_int_equal(fake_collector_new(&fake), 0);
         struct collector *collectors[] = { &fake->base };
-        assert_int_equal(each_allocation_fails(attempt_loop_init, collectors), 2);
+        /* The offsets, the series, and the series set with its copy. */
+        assert_int_equal(each_allocation_fails(attempt_loop_init, collectors), 4);
         fake_collector_free(fake);
+}
+
+/* A refresh that fails leaves the inventory as it was: no runtime listed
+ * before the first, the same series. */
+static int attempt_model_refresh(void *arg) {
+        struct collector *c = NULL;
+        char err[256];
+        long fail_at = alloc_fail_at;
+        fail_nth(0);
+        assert_int_equal(collector_open_spec(arg, &c, err, sizeof(err)), 0);
+        size_t n_series = c->inv.n_series;
+        fail_nth(fail_at);
+        int r = c->ops->refresh(c, INT64_C(1767225600000));
+        long made = alloc_count;
+        fail_nth(0);
+        alloc_count = made;
+        if (r < 0) {
+                assert_int_equal(c->inv.n_runtimes, 0);
+                assert_int_equal(c->inv.n_series, n_series);
+        } else {
+                assert_int_equal(r, 1);
+                assert_true(c->inv.n_runtimes > 0 && c->inv.n_series > n_series);
+        }
+        collector_close(c);
+        return r < 0 ? r : 0;
+}
+
+static void model_refresh__each_allocation_fails__enomem_and_inventory_kept(void **state) {
+        assert_true(each_allocation_fails(attempt_model_refresh, (void *) "model:trn1.32xlarge,scenario=inference") >
+                    3);
 }
 
 static int attempt_fake_new(void *arg) {
@@ -215,6 +248,7 @@ int main(void) {
                 cmocka_unit_test(collector_open_spec__each_allocation_fails__enomem),
                 cmocka_unit_test(expo_new__each_allocation_fails__enomem),
                 cmocka_unit_test(loop_init__each_allocation_fails__enomem),
+                cmocka_unit_test(model_refresh__each_allocation_fails__enomem_and_inventory_kept),
                 cmocka_unit_test(inventory_add_series__allocation_fails__enomem),
                 cmocka_unit_test(snapshot_new__allocation_fails__null),
                 cmocka_unit_test(loop_tick__snapshot_allocation_fails__enomem_and_previous_kept),

@@ -120,14 +120,21 @@ static void devices__inventory__every_device_with_its_metric_families(void **sta
         struct web_fixture *f = *state;
 
         expect(f, "/api/v1/devices", 200, "{\"status\":\"success\",\"data\":{\"instance_type\":\"trn1.2xlarge\"",
-               "\"backend\":\"model:trn1.2xlarge\"",
+               "\"backend\":\"model:trn1.2xlarge\"", "\"lnc\":1,",
+               "\"instance\":{\"instance_id\":\"i-0123456789abcdef0\",\"instance_type\":\"trn1.2xlarge\","
+               "\"instance_name\":\"\",",
+               "\"region\":\"us-east-2\",",
                "{\"index\":0,\"name\":\"Trainium1\",\"arch\":\"NDv2\",\"core_arch\":\"NCv2\",\"cores\":2,"
-               "\"first_core\":0,\"memory_total_bytes\":34359738368,\"peers\":[1],\"serial_number\":\"S0\","
-               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\",\"neuron_device_dma_bytes_total\"]}",
+               "\"physical_cores\":2,\"first_core\":0,\"memory_total_bytes\":34359738368,\"peers\":[1],"
+               "\"serial_number\":\"S0\","
+               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\",\"neuron_device_dma_bytes_total\"],",
+               /* Who uses which core: the runtime "serve" holds cores 0 and 1. */
+               "\"neuroncores\":[{\"neuroncore\":0,\"physical_neuroncores\":[0],\"runtime_tag\":\"serve\",\"pid\":4242},"
+               "{\"neuroncore\":1,\"physical_neuroncores\":[1],\"runtime_tag\":\"serve\",\"pid\":4242}]}",
                "{\"index\":1,",
                "\"first_core\":2,\"memory_total_bytes\":null,\"peers\":[0],\"serial_number\":\"\","
-               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\"]}",
-               NULL);
+               "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\"],",
+               "{\"neuroncore\":2,\"physical_neuroncores\":[2],\"runtime_tag\":null,\"pid\":null}", NULL);
         expect(f, "/api/v1/devices?x=1", 400, "parameter 'x': this endpoint takes no parameters", NULL);
 }
 
@@ -190,7 +197,8 @@ static void query_range__parameters__one_history_query(void **state) {
                "/api/v1/query_range?metric=neuron_device_dma_bytes_total&neuron_device=0&start=1700000000"
                "&end=2023-11-14T22:23:20Z&step=1m&agg=max&rate=1",
                200, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
-               "{\"metric\":{\"__name__\":\"neuron_device_dma_bytes_total\",\"neuron_device\":\"0\",\"direction\":\"\"},"
+               /* The fake store's series has no direction: an empty label is no label. */
+               "{\"metric\":{\"__name__\":\"neuron_device_dma_bytes_total\",\"neuron_device\":\"0\"},"
                "\"values\":[[1700000000.000,\"1.5\"],[1700000060.000,\"2.5\"]]}",
                NULL);
         assert_int_equal(q->metric, METRIC_DEVICE_DMA_BYTES);
@@ -294,12 +302,35 @@ static void status__daemon_state__reported(void **state) {
         expect(f, "/api/v1/status", 200,
                "{\"status\":\"success\",\"data\":{\"version\":\"1.2.3\",\"backend\":\"model:trn1.2xlarge\","
                "\"instance_type\":\"trn1.2xlarge\",\"interval_seconds\":1.000,\"time_scale\":1,\"series\":5,"
-               "\"started\":1699999940.250,",
+               "\"runtimes\":1,\"started\":1699999940.250,",
                "\"last_tick\":1700000000.250,",
                "\"store\":{\"used_bytes\":4096,\"size_cap_bytes\":1048576,\"degraded\":false,"
                "\"retention_seconds\":{\"raw\":172800,",
                "\"collectors\":[{\"name\":\"backend\",\"up\":true},{\"name\":\"host\",\"up\":false}]", NULL);
         expect(f, "/api/v1/status?verbose=1", 400, "parameter 'verbose': this endpoint takes no parameters", NULL);
+}
+
+static void runtimes__latest_tick__each_with_its_cores(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/runtimes", 200,
+               "{\"status\":\"success\",\"data\":{\"timestamp\":1700000000.250,\"runtimes\":["
+               "{\"pid\":4242,\"runtime_tag\":\"serve\",\"neuroncores\":[0,1],\"neuron_devices\":[0]}]}}",
+               NULL);
+        expect(f, "/api/v1/runtimes?pid=1", 400, "parameter 'pid': this endpoint takes no parameters", NULL);
+}
+
+static void latest__runtime_series__labels_without_empty_values(void **state) {
+        struct web_fixture *f = *state;
+
+        /* runtime_tag is a label like the others, and a series without one has none. */
+        expect(f, "/api/v1/latest?runtime_tag=serve", 200,
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"0\",\"neuroncore\":\"0\","
+               "\"runtime_tag\":\"serve\"},",
+               NULL);
+        expect(f, "/api/v1/latest?metric=neuroncore_utilization_ratio&neuron_device=1", 200,
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"1\",\"neuroncore\":\"2\"},",
+               NULL);
 }
 
 static void not_found__other_api_paths__json_404(void **state) {
@@ -333,6 +364,8 @@ int main(void) {
                 SERVED(series__filters__reach_the_store),
                 SERVED(series__bad_parameters_or_store__400_or_503),
                 SERVED(status__daemon_state__reported),
+                SERVED(runtimes__latest_tick__each_with_its_cores),
+                SERVED(latest__runtime_series__labels_without_empty_values),
                 SERVED(not_found__other_api_paths__json_404),
         };
         return cmocka_run_group_tests_name("api", tests, NULL, NULL);

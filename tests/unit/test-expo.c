@@ -56,7 +56,8 @@ static void expo_render__families__grouped_with_help_and_type(void **state) {
 
         assert_non_null(strstr(
                 text,
-                "# HELP neuroncore_utilization_ratio Fraction of time the NeuronCore was busy over the last interval (0-1).\n"
+                "# HELP neuroncore_utilization_ratio Fraction of time the NeuronCore was busy over the last interval (0-1); "
+                "runtime_tag names the runtime holding it.\n"
                 "# TYPE neuroncore_utilization_ratio gauge\n"
                 "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"0\"} 0.25\n"
                 "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"1\"} 1\n"));
@@ -103,6 +104,111 @@ static void expo_render__label_value__escaped(void **state) {
 
         assert_non_null(strstr(text, "direction=\"a\\\"b\\\\c\\nd\"} 1\n"));
         free(text);
+}
+
+/* An empty label value is no label, as Prometheus reads it: one family
+ * holds a runtime's series (no core) and a core's (no runtime). */
+static void expo_render__empty_label_values__left_out(void **state) {
+        const struct series_desc series[] = {
+                { .metric = METRIC_CORE_EXECUTION_STATUS, .label_values = { "", "", "serve", "completed" } },
+                { .metric = METRIC_CORE_EXECUTION_STATUS, .label_values = { "0", "1", "", "timed_out" } },
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "1", "" } },
+        };
+        const double values[] = { 12, 3, 0.5 };
+        const uint8_t valid[] = { 1, 1, 1 };
+        char *text = render(series, 3, values, valid);
+
+        assert_non_null(strstr(
+                text, "execution_status_total{runtime_tag=\"serve\",status_type=\"completed\"} 12\n"
+                      "execution_status_total{neuron_device=\"0\",neuroncore=\"1\",status_type=\"timed_out\"} 3\n"));
+        assert_non_null(strstr(text, "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"1\"} 0.5\n"));
+        assert_null(strstr(text, "=\"\""));
+        free(text);
+}
+
+/* What AWS's exporter writes about the instance: instance_info and
+ * neuron_hardware_info (an info family named neuron_hardware in
+ * OpenMetrics, which the CloudWatch agent looks for), and on request the
+ * instance labels on every series. */
+static void expo_render__instance__info_families_and_labels(void **state) {
+        struct inventory inv = { .lnc = 2, .n_devices = 2 };
+        struct device_info devices[2] = {
+                { .index = 0, .name = "Trainium2", .core_arch = "NCv3", .core_count = 4, .memory_bytes = 103079215104 },
+                { .index = 1, .name = "Trainium2", .core_arch = "NCv3", .core_count = 4, .memory_bytes = 103079215104 },
+        };
+        inv.devices = devices;
+        snprintf(inv.identity.instance_id, sizeof(inv.identity.instance_id), "i-0123456789abcdef0");
+        snprintf(inv.identity.instance_type, sizeof(inv.identity.instance_type), "trn2.48xlarge");
+        snprintf(inv.identity.availability_zone, sizeof(inv.identity.availability_zone), "us-east-2c");
+        snprintf(inv.identity.region, sizeof(inv.identity.region), "us-east-2");
+        snprintf(inv.identity.subnet_id, sizeof(inv.identity.subnet_id), "subnet-0123456789abcdef0");
+        const struct series_desc series[] = {
+                { .metric = METRIC_SYSTEM_MEMORY_USED },
+                { .metric = METRIC_RUNTIME_INFO, .label_values = { "serve", "4242" } },
+        };
+        struct snapshot *snap = snapshot_new(2);
+        snap->values[0] = 1024;
+        snap->values[1] = 1;
+        snap->valid[0] = snap->valid[1] = 1;
+        const char *inst =
+                "instance_id=\"i-0123456789abcdef0\",instance_type=\"trn2.48xlarge\","
+                "availability_zone=\"us-east-2c\",region=\"us-east-2\",subnet_id=\"subnet-0123456789abcdef0\"";
+        char want[1024];
+
+        for (int every = 0; every < 2; every++) {
+                struct expo_instance instance = { .inv = &inv, .labels_on_every_series = every };
+                for (int f = ACCEPT_TEXT; f <= ACCEPT_OPENMETRICS; f++) {
+                        struct expo *e = NULL;
+                        struct buf out = { 0 };
+                        assert_int_equal(expo_new_with(series, 2, &instance, &e), 0);
+                        expo_render(e, snap, &self, (enum accept_format) f, &out);
+                        buf_append(&out, "", 1);
+                        /* The instance name is unknown: no label, not an empty one. */
+                        snprintf(want, sizeof(want), "instance_info{%s} 1\n", inst);
+                        assert_non_null(strstr(out.data, want));
+                        snprintf(want, sizeof(want),
+                                 "neuron_hardware_info{neuron_device_count=\"2\",neuroncore_per_device_count=\"4\","
+                                 "neuron_device_memory_size=\"103079215104\",neuron_device_type=\"trainium2\","
+                                 "neuroncore_version=\"v3d\",logical_neuroncore_config=\"2\",%s} 1\n",
+                                 inst);
+                        assert_non_null(strstr(out.data, want));
+                        assert_non_null(strstr(out.data, f == ACCEPT_OPENMETRICS
+                                                                 ? "# TYPE neuron_hardware info\n"
+                                                                 : "# TYPE neuron_hardware_info gauge\n"));
+                        assert_non_null(strstr(out.data, f == ACCEPT_OPENMETRICS
+                                                                 ? "# TYPE neuron_runtime info\n"
+                                                                 : "# TYPE neuron_runtime_info gauge\n"));
+                        snprintf(want, sizeof(want),
+                                 every ? "system_memory_used_bytes{%s} 1024\n" : "%.0ssystem_memory_used_bytes 1024\n",
+                                 inst);
+                        assert_non_null(strstr(out.data, want));
+                        snprintf(want, sizeof(want),
+                                 every ? "neuron_runtime_info{runtime_tag=\"serve\",pid=\"4242\",%s} 1\n"
+                                       : "%.0sneuron_runtime_info{runtime_tag=\"serve\",pid=\"4242\"} 1\n",
+                                 inst);
+                        assert_non_null(strstr(out.data, want));
+                        /* neurond's own metrics are about neurond, not the instance. */
+                        assert_null(strstr(out.data,
+                                           "neurond_build_info{version=\"1.2.3\",backend=\"model:trn1.2xlarge\","
+                                           "instance_type=\"trn1.2xlarge\",instance_id"));
+                        buf_free(&out);
+                        expo_free(e);
+                }
+        }
+        /* Without an identity: no instance_info, a hardware one without instance labels. */
+        inv.identity = (struct instance_identity){ 0 };
+        struct expo_instance instance = { .inv = &inv, .labels_on_every_series = true };
+        struct expo *e = NULL;
+        struct buf out = { 0 };
+        assert_int_equal(expo_new_with(series, 2, &instance, &e), 0);
+        expo_render(e, snap, &self, ACCEPT_TEXT, &out);
+        buf_append(&out, "", 1);
+        assert_null(strstr(out.data, "instance_info"));
+        assert_non_null(strstr(out.data, "logical_neuroncore_config=\"2\"} 1\n"));
+        assert_non_null(strstr(out.data, "system_memory_used_bytes 1024\n"));
+        buf_free(&out);
+        expo_free(e);
+        snapshot_unref(snap);
 }
 
 /* Bytes that are not UTF-8 go out as U+FFFD; valid characters as they are. */
@@ -326,6 +432,8 @@ int main(void) {
                 cmocka_unit_test(expo_render__families__grouped_with_help_and_type),
                 cmocka_unit_test(expo_render__invalid_value__series_absent),
                 cmocka_unit_test(expo_render__label_value__escaped),
+                cmocka_unit_test(expo_render__empty_label_values__left_out),
+                cmocka_unit_test(expo_render__instance__info_families_and_labels),
                 cmocka_unit_test(expo_escape_label_value__invalid_utf8__replacement_character),
                 cmocka_unit_test(utf8_sanitize__invalid_bytes__replaced_and_cut_at_characters),
                 cmocka_unit_test(buf_double__values__shortest_round_trip),

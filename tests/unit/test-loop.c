@@ -270,6 +270,81 @@ static void loop_run__collector_slower_than_interval__skips_and_counts(void **st
         snapshot_unref(snap);
 }
 
+/* The series of each tick's snapshot. */
+static struct snapshot *tick_and_get(struct fixture *f) {
+        assert_int_equal(loop_tick(&f->loop), 0);
+        struct snapshot *snap = snapshot_slot_get(&f->latest);
+        assert_non_null(snap);
+        assert_non_null(snap->set);
+        assert_int_equal(snap->n, snap->set->n);
+        return snap;
+}
+
+static size_t stored_points(struct fixture *f, enum metric_id metric, const char *label, const char *value,
+                            int64_t from, int64_t to) {
+        struct history_query q = { .metric = metric, .start_ms = from, .end_ms = to, .step_ms = 1, .n_matchers = 1 };
+        struct history_result *res = NULL;
+        snprintf(q.matchers[0].name, sizeof(q.matchers[0].name), "%s", label);
+        snprintf(q.matchers[0].value, sizeof(q.matchers[0].value), "%s", value);
+        assert_int_equal(store_query_range(f->store, &q, &res), 0);
+        size_t n = 0;
+        for (size_t i = 0; i < res->n_series; i++)
+                n += res->series[i].n_points;
+        history_result_free(res);
+        return n;
+}
+
+/* Runtimes start and exit: each change is a new series set, published with
+ * the snapshots and registered with the store; series that stay keep their
+ * identity, and the history of a runtime that exited stays queryable. */
+static void loop_tick__runtimes_come_and_go__series_sets_follow(void **state) {
+        struct fixture *f = *state;
+
+        struct snapshot *first = tick_and_get(f);
+        assert_int_equal(first->set->generation, 1);
+        assert_int_equal(first->n, 2);
+
+        f->fake->runtimes = 2;
+        struct snapshot *two = tick_and_get(f);
+        assert_int_equal(two->set->generation, 2);
+        assert_int_equal(two->n, 4);
+        assert_int_equal(two->set->n_runtimes, 2);
+        assert_string_equal(two->set->runtimes[1].tag, "rt1");
+        assert_int_equal(two->set->series[3].metric, METRIC_RUNTIME_INFO);
+        assert_true(two->valid[3]);
+        /* The older snapshot keeps its own set: readers never see a mix. */
+        assert_int_equal(first->set->n, 2);
+
+        struct snapshot *same = tick_and_get(f);
+        assert_ptr_equal(same->set, two->set);
+
+        f->fake->runtimes = 1;
+        struct snapshot *one = tick_and_get(f);
+        assert_int_equal(one->set->generation, 3);
+        assert_int_equal(one->n, 3);
+        assert_string_equal(one->set->series[2].label_values[0], "rt0");
+
+        /* A refresh that fails: that collector's read fails, the list stays. */
+        f->fake->refresh_fail_with = -EIO;
+        f->fake->runtimes = 0;
+        struct snapshot *failed = tick_and_get(f);
+        assert_ptr_equal(failed->set, one->set);
+        assert_false(failed->collector_up[0]);
+        for (size_t i = 0; i < failed->n; i++)
+                assert_false(failed->valid[i]);
+
+        /* rt1 lived for two ticks, rt0 for three; the device series all along. */
+        int64_t from = first->timestamp_ms, to = failed->timestamp_ms;
+        assert_int_equal(stored_points(f, METRIC_RUNTIME_INFO, "runtime_tag", "rt1", from, to), 2);
+        assert_int_equal(stored_points(f, METRIC_RUNTIME_INFO, "runtime_tag", "rt0", from, to), 3);
+        assert_int_equal(stored_points(f, METRIC_DEVICE_MEMORY_USED, "neuron_device", "0", from, to), 4);
+        snapshot_unref(first);
+        snapshot_unref(two);
+        snapshot_unref(same);
+        snapshot_unref(one);
+        snapshot_unref(failed);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(loop_stamp__steady_clock__wall_time, setup, teardown),
@@ -283,6 +358,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_tick__error_changes__logged_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__collector_slower_than_interval__skips_and_counts, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(loop_tick__runtimes_come_and_go__series_sets_follow, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "collectors/model.h"
+#include "tests/unit/assert-double.h"
 
 #define T0 INT64_C(1767225600000)
 
@@ -38,10 +39,23 @@ static struct fixture *open_spec(const char *spec) {
         return f;
 }
 
-static void read_at(struct fixture *f, int64_t ms) {
+/* A refresh and a read, as the loop does them. Series indexes found
+ * before a refresh that changed the list are stale: the tests find them
+ * after the first read, and in scenarios whose runtimes all stay. */
+static int read_at(struct fixture *f, int64_t ms) {
+        int changed = f->c->ops->refresh(f->c, ms);
+        assert_true(changed >= 0);
+        if (changed) {
+                free(f->values);
+                free(f->valid);
+                f->values = calloc(f->c->inv.n_series, sizeof(double));
+                f->valid = calloc(f->c->inv.n_series, 1);
+                assert_true(f->values && f->valid);
+        }
         struct sample_batch b = { .n = f->c->inv.n_series, .values = f->values, .valid = f->valid };
         memset(f->valid, 0, b.n);
         assert_int_equal(f->c->ops->read(f->c, ms, &b), 0);
+        return changed;
 }
 
 static void fixture_free(struct fixture *f) {
@@ -51,21 +65,27 @@ static void fixture_free(struct fixture *f) {
         free(f);
 }
 
-/* Index of the series with these label values (NULL ends the list). */
-static size_t find(const struct fixture *f, enum metric_id metric, const char *l0, const char *l1, const char *l2) {
-        const char *want[3] = { l0, l1, l2 };
+/* Index of the series with these label values; NULL matches any value. */
+static size_t find4(const struct fixture *f, enum metric_id metric, const char *l0, const char *l1, const char *l2,
+                    const char *l3) {
+        const char *want[4] = { l0, l1, l2, l3 };
         for (size_t i = 0; i < f->c->inv.n_series; i++) {
                 const struct series_desc *s = &f->c->inv.series[i];
                 if (s->metric != metric)
                         continue;
                 bool ok = true;
                 for (size_t l = 0; l < metric_label_count(&metric_table[metric]) && ok; l++)
-                        ok = want[l] && strcmp(s->label_values[l], want[l]) == 0;
+                        ok = !want[l] || strcmp(s->label_values[l], want[l]) == 0;
                 if (ok)
                         return i;
         }
-        fail_msg("no series %s{%s,%s,%s}", metric_table[metric].name, l0, l1 ? l1 : "", l2 ? l2 : "");
+        fail_msg("no series %s{%s,%s,%s,%s}", metric_table[metric].name, l0 ? l0 : "*", l1 ? l1 : "*", l2 ? l2 : "*",
+                 l3 ? l3 : "*");
         return 0;
+}
+
+static size_t find(const struct fixture *f, enum metric_id metric, const char *l0, const char *l1, const char *l2) {
+        return find4(f, metric, l0, l1, l2, NULL);
 }
 
 static size_t count_metric(const struct fixture *f, enum metric_id metric) {
@@ -132,23 +152,76 @@ static void model_fault_format__parsed_faults__round_trip(void **state) {
 static void model_open__trn3_gen2__has_every_core_and_device(void **state) {
         struct fixture *f = open_spec("model:trn3-gen2-ultraserver,scenario=moe");
         assert_int_equal(f->c->inv.n_devices, 144);
-        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 1152);
-        assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_USED), 1152);
+        /* LNC 2 by default on Trainium3: 576 logical cores of 1152 physical. */
+        assert_int_equal(f->c->inv.lnc, 2);
+        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 576);
+        assert_int_equal(count_metric(f, METRIC_CORE_PHYSICAL_UTILIZATION), 1152);
+        assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_USED), 576);
         assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_CATEGORY), 0);
         assert_int_equal(count_metric(f, METRIC_DEVICE_ECC_EVENTS), 3 * 144);
         /* NeuronSwitch: one port per device, not 144 x 143 pairs. */
         assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 144);
-        /* 4 per core, 12 per device, 2 per switch port. */
-        assert_int_equal(f->c->inv.n_series, 1152 * 4 + 144 * 12 + 144 * 2);
+        /* Before the first refresh no runtime is listed: 2 per logical core,
+         * 2 physical ones, 12 per device, 2 per switch port. */
+        assert_int_equal(f->c->inv.n_series, 576 * 4 + 144 * 12 + 144 * 2);
         /* The inventory still lists every reachable device as a peer. */
         assert_int_equal(f->c->inv.devices[7].n_peers, 143);
         find(f, METRIC_LINK_RX_BYTES, "143", "switch", NULL);
+
+        /* One MoE runtime holds every core: five memory kinds and a FLOP
+         * counter per core, and 35 series of its own. */
+        assert_int_equal(read_at(f, T0), 1);
+        assert_int_equal(f->c->inv.n_runtimes, 1);
+        assert_int_equal(f->c->inv.runtimes[0].n_cores, 576);
+        assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_TENSORS), 576);
+        assert_int_equal(count_metric(f, METRIC_CORE_FLOPS), 576);
+        assert_int_equal(f->c->inv.n_series, 576 * 10 + 144 * 12 + 144 * 2 + 35);
+        assert_int_equal(read_at(f, T0 + 1000), 0);
         fixture_free(f);
 
         f = open_spec("model:trn2-ultraserver,scenario=training");
         assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 64 * 6);
         find(f, METRIC_LINK_TX_BYTES, "5", "53", NULL);
         fixture_free(f);
+}
+
+/* Logical NeuronCores: LNC 2 by default on Trainium2 and Trainium3, as the
+ * tools do; neuroncore is the logical index, the physical cores a
+ * breakdown (neuron-monitor's v3d object) whose mean is the logical one. */
+static void model_open__lnc__logical_cores_with_physical_breakdown(void **state) {
+        struct fixture *f = open_spec("model:trn2.48xlarge,scenario=training");
+        assert_int_equal(f->c->inv.lnc, 2);
+        assert_int_equal(f->c->inv.devices[3].core_count, 4);
+        assert_int_equal(f->c->inv.devices[3].physical_core_count, 8);
+        assert_int_equal(f->c->inv.devices[3].first_core, 12);
+        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 64);
+        read_at(f, T0);
+        read_at(f, T0 + 3000);
+        size_t u = find(f, METRIC_CORE_UTILIZATION, "3", "13", "training-0");
+        size_t p0 = find(f, METRIC_CORE_PHYSICAL_UTILIZATION, "3", "13", "26");
+        size_t p1 = find(f, METRIC_CORE_PHYSICAL_UTILIZATION, "3", "13", "27");
+        assert_true(f->valid[u] && f->valid[p0] && f->valid[p1]);
+        assert_double_near(f->values[u], (f->values[p0] + f->values[p1]) / 2, 1e-12);
+        /* Memory of a logical core: both physical cores'. */
+        size_t mem = find(f, METRIC_CORE_MEMORY_USED, "3", "13", NULL);
+        assert_true(f->values[mem] > 96.0 * 1073741824.0 / 8);
+        fixture_free(f);
+
+        f = open_spec("model:trn2.48xlarge,lnc=1");
+        assert_int_equal(f->c->inv.lnc, 1);
+        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 128);
+        assert_int_equal(count_metric(f, METRIC_CORE_PHYSICAL_UTILIZATION), 0);
+        fixture_free(f);
+
+        f = open_spec("model:trn1.32xlarge");
+        assert_int_equal(f->c->inv.lnc, 1);
+        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 32);
+        fixture_free(f);
+
+        expect_open_error("model:trn1.32xlarge,lnc=2", "lnc=2 needs NeuronCore-v3");
+        expect_open_error("model:trn2.48xlarge,lnc=4", "lnc");
+        /* Fault targets are logical cores too. */
+        expect_open_error("model:trn2.48xlarge,fault=core_stuck:64", "core 64 does not exist");
 }
 
 static void model_read__memory_categories__sum_to_core_memory(void **state) {
@@ -204,7 +277,8 @@ static void model_read__same_seed__same_series(void **state) {
  * phases that move the NeuronLink traffic; idle is idle. */
 static void model_read__training_and_idle__look_like_their_workloads(void **state) {
         struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,seed=2");
-        size_t u = find(f, METRIC_CORE_UTILIZATION, "0", "0", NULL);
+        read_at(f, T0 - 1000);
+        size_t u = find(f, METRIC_CORE_UTILIZATION, "0", "0", "training-0");
         size_t tx = find(f, METRIC_LINK_TX_BYTES, "0", "1", NULL);
         double busy = 0, quiet = 1, prev_tx = 0, max_rate = 0, min_rate = 1e30;
         for (int s = 0; s < 60; s++) {
@@ -225,7 +299,8 @@ static void model_read__training_and_idle__look_like_their_workloads(void **stat
         f = open_spec("model:inf2.xlarge,scenario=idle");
         read_at(f, T0);
         read_at(f, T0 + 60000);
-        assert_true(f->values[find(f, METRIC_CORE_UTILIZATION, "0", "1", NULL)] == 0);
+        assert_int_equal(f->c->inv.n_runtimes, 0);
+        assert_true(f->values[find(f, METRIC_CORE_UTILIZATION, "0", "1", "")] == 0);
         assert_true(f->values[find(f, METRIC_DEVICE_DMA_BYTES, "0", "host_to_device", NULL)] == 0);
         fixture_free(f);
 }
@@ -235,18 +310,29 @@ static void model_read__mixed__has_allocated_but_idle_cores(void **state) {
         struct fixture *f = open_spec("model:trn2.48xlarge,scenario=mixed");
         read_at(f, T0);
         read_at(f, T0 + 30000);
-        /* 16 devices: 8 train, 4 infer, then 2 allocated but idle, 2 free. */
-        size_t u = find(f, METRIC_CORE_UTILIZATION, "12", "96", NULL);
-        size_t mem = find(f, METRIC_CORE_MEMORY_USED, "12", "96", NULL);
-        assert_true(f->values[u] == 0 && f->values[mem] > 0.5 * 96.0 * 1073741824.0 / 8);
-        size_t free_mem = find(f, METRIC_CORE_MEMORY_USED, "15", "120", NULL);
-        assert_true(f->values[free_mem] < 0.01 * 96.0 * 1073741824.0 / 8);
-        assert_true(f->values[find(f, METRIC_CORE_UTILIZATION, "0", "0", NULL)] > 0);
+        /* 16 devices of 4 logical cores: 8 train, 4 infer, then 2
+         * allocated but idle, 2 free. */
+        size_t u = find(f, METRIC_CORE_UTILIZATION, "12", "48", NULL);
+        size_t mem = find(f, METRIC_CORE_MEMORY_USED, "12", "48", NULL);
+        assert_true(f->values[u] == 0 && f->values[mem] > 0.5 * 96.0 * 1073741824.0 / 4);
+        /* The idle core is held by a runtime known by its pid. */
+        const struct runtime_info *holder = runtime_info_find_core(f->c->inv.runtimes, f->c->inv.n_runtimes, 48);
+        assert_non_null(holder);
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%u", holder->pid);
+        assert_string_equal(holder->tag, pid);
+        assert_string_equal(f->c->inv.series[u].label_values[2], pid);
+        size_t free_mem = find(f, METRIC_CORE_MEMORY_USED, "15", "60", NULL);
+        assert_true(f->values[free_mem] < 0.01 * 96.0 * 1073741824.0 / 4);
+        assert_null(runtime_info_find_core(f->c->inv.runtimes, f->c->inv.n_runtimes, 60));
+        assert_string_equal(f->c->inv.series[find(f, METRIC_CORE_UTILIZATION, "15", "60", NULL)].label_values[2], "");
+        assert_true(f->values[find(f, METRIC_CORE_UTILIZATION, "0", "0", "training-0")] > 0);
         fixture_free(f);
 }
 
 static void model_read__device_down_fault__device_goes_and_returns(void **state) {
         struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,fault=device_down:2@10s+30s");
+        read_at(f, T0);
         size_t up = find(f, METRIC_DEVICE_UP, "2", NULL, NULL);
         size_t util = find(f, METRIC_CORE_UTILIZATION, "2", "4", NULL);
         size_t dma = find(f, METRIC_DEVICE_DMA_BYTES, "2", "device_to_device", NULL);
@@ -254,7 +340,6 @@ static void model_read__device_down_fault__device_goes_and_returns(void **state)
         size_t tx_in = find(f, METRIC_LINK_TX_BYTES, "3", "2", NULL);
         size_t other = find(f, METRIC_CORE_UTILIZATION, "3", "6", NULL);
 
-        read_at(f, T0);
         read_at(f, T0 + 5000);
         assert_true(f->valid[up] && f->values[up] == 1 && f->valid[util]);
         double dma_before = f->values[dma];
@@ -275,15 +360,16 @@ static void model_read__injected_faults__show_in_the_series(void **state) {
         struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,seed=4");
         struct model_fault fault;
         char err[128];
+        read_at(f, T0);
         size_t util = find(f, METRIC_CORE_UTILIZATION, "2", "5", NULL);
         size_t mem = find(f, METRIC_CORE_MEMORY_USED, "2", "5", NULL);
         size_t ecc = find(f, METRIC_DEVICE_ECC_EVENTS, "1", "sram_ecc_uncorrected", NULL);
         size_t ecc_other = find(f, METRIC_DEVICE_ECC_EVENTS, "1", "mem_ecc_uncorrected", NULL);
         size_t tx = find(f, METRIC_LINK_TX_BYTES, "0", "1", NULL);
         size_t rx_back = find(f, METRIC_LINK_RX_BYTES, "0", "1", NULL);
-        size_t errors = find(f, METRIC_CORE_EXECUTION_ERRORS, "1", "3", "generic");
-
-        read_at(f, T0);
+        /* Failed executions on core 3 count against the runtime holding it. */
+        size_t errors = find4(f, METRIC_CORE_EXECUTION_ERRORS, "", "", "training-0", "generic");
+        size_t with_err = find4(f, METRIC_CORE_EXECUTION_STATUS, "", "", "training-0", "completed_with_err");
         assert_true(model_is(f->c));
         const char *faults[] = { "core_stuck:5", "ecc:1:sram_ecc_uncorrected", "link_down:0:1",
                                  "exec_errors:3:50+10s" };
@@ -311,7 +397,7 @@ static void model_read__injected_faults__show_in_the_series(void **state) {
         }
         assert_true(held > 0);
         assert_true(f->values[ecc] == 1 && f->values[ecc_other] == 0);
-        assert_true(f->values[errors] == 500);
+        assert_true(f->values[errors] == 500 && f->values[with_err] == 500);
 
         model_fault_clear(f->c);
         read_at(f, T0 + 31000);
@@ -323,12 +409,107 @@ static void model_read__injected_faults__show_in_the_series(void **state) {
 
         /* A device's NeuronSwitch port. */
         f = open_spec("model:trn3-gen1-ultraserver,scenario=moe,fault=link_down:5:switch");
+        read_at(f, T0 - 1000);
         size_t sw_tx = find(f, METRIC_LINK_TX_BYTES, "5", "switch", NULL);
         size_t sw_rx = find(f, METRIC_LINK_RX_BYTES, "5", "switch", NULL);
         size_t peer_tx = find(f, METRIC_LINK_TX_BYTES, "6", "switch", NULL);
         read_at(f, T0);
         read_at(f, T0 + 20000);
         assert_true(f->values[sw_tx] == 0 && f->values[sw_rx] == 0 && f->values[peer_tx] > 0);
+        fixture_free(f);
+}
+
+/* Inference: one runtime per tensor-parallel pair of devices; the last is
+ * redeployed every hour, so it exits (its series go, its cores are free)
+ * and comes back as a new process (a new pid and tag, counters from 0). */
+static void model_refresh__inference__a_runtime_exits_and_comes_back(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=inference,seed=5");
+        uint32_t first_pid = 0, second_pid = 0;
+        bool seen_down = false;
+        int64_t t = T0;
+        for (int step = 0; step < 150 && !second_pid; step++, t += 60000) {
+                read_at(f, t);
+                const struct runtime_info *rt = runtime_info_find_core(f->c->inv.runtimes, f->c->inv.n_runtimes, 28);
+                /* Eight runtimes of four cores; the named ones never leave. */
+                assert_non_null(runtime_info_find_core(f->c->inv.runtimes, f->c->inv.n_runtimes, 0));
+                assert_string_equal(f->c->inv.runtimes[0].tag, "inference-0");
+                assert_int_equal(f->c->inv.runtimes[0].n_cores, 4);
+                if (!rt) {
+                        /* Down: 7 runtimes, its cores free and idle, none of its series. */
+                        assert_int_equal(f->c->inv.n_runtimes, 7);
+                        size_t u = find(f, METRIC_CORE_UTILIZATION, "14", "28", "");
+                        assert_true(f->valid[u] && f->values[u] == 0);
+                        char gone[16];
+                        snprintf(gone, sizeof(gone), "%u", first_pid);
+                        for (size_t i = 0; first_pid && i < f->c->inv.n_series; i++)
+                                for (int l = 0; l < METRIC_LABELS_MAX; l++)
+                                        assert_string_not_equal(f->c->inv.series[i].label_values[l], gone);
+                        seen_down = seen_down || first_pid != 0;
+                        continue;
+                }
+                assert_int_equal(f->c->inv.n_runtimes, 8);
+                char pid[16];
+                snprintf(pid, sizeof(pid), "%u", rt->pid);
+                assert_string_equal(rt->tag, pid);
+                if (!first_pid)
+                        first_pid = rt->pid;
+                if (seen_down && rt->pid != first_pid) {
+                        second_pid = rt->pid;
+                        /* A new process counts from zero: at most a minute of requests. */
+                        size_t ok = find4(f, METRIC_CORE_EXECUTION_STATUS, "", "", pid, "completed");
+                        assert_true(f->valid[ok] && f->values[ok] <= 60 * 4 * 70);
+                        assert_true(f->valid[find(f, METRIC_RUNTIME_INFO, pid, pid, NULL)]);
+                }
+        }
+        assert_true(first_pid && second_pid && first_pid != second_pid);
+        fixture_free(f);
+}
+
+/* Training: one runtime across every core; its executions are steps, its
+ * latency a step's length, 70 % of it on the device. */
+static void model_read__training__one_runtime_across_all_cores(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,seed=6");
+        read_at(f, T0);
+        read_at(f, T0 + 600000);
+        assert_int_equal(f->c->inv.n_runtimes, 1);
+        assert_string_equal(f->c->inv.runtimes[0].tag, "training-0");
+        assert_int_equal(f->c->inv.runtimes[0].n_cores, 32);
+        size_t ok = find4(f, METRIC_CORE_EXECUTION_STATUS, "", "", "training-0", "completed");
+        /* 32 cores, one step each 8-15 s, over 600 s. */
+        assert_true(f->values[ok] >= 32 * 600 / 16.0 && f->values[ok] <= 32 * 600 / 7.0);
+        size_t p50 = find(f, METRIC_RUNTIME_LATENCY, "training-0", "p50", NULL);
+        size_t d50 = find(f, METRIC_RUNTIME_DEVICE_LATENCY, "training-0", "p50", NULL);
+        assert_true(f->valid[p50] && f->values[p50] >= 8 * 0.94 && f->values[p50] <= 15 * 1.06);
+        assert_double_near(f->values[d50], 0.7 * f->values[p50], 1e-9 * f->values[p50]);
+        for (int e = 0; e < EXEC_ERROR__COUNT; e++)
+                assert_true(f->values[find4(f, METRIC_CORE_EXECUTION_ERRORS, "", "", "training-0",
+                                            metric_exec_error_names[e])] == 0);
+        size_t flops = find(f, METRIC_CORE_FLOPS, "3", "7", "training-0");
+        /* 190 TFLOPS per chip, two cores: at most 95 TFLOP per core-second. */
+        assert_true(f->values[flops] > 0 && f->values[flops] <= 95e12 * 600);
+        size_t host = find(f, METRIC_RUNTIME_MEMORY_USED, "training-0", "host", NULL);
+        assert_true(f->values[host] > 1.5 * 1073741824.0);
+        fixture_free(f);
+}
+
+/* The model's instance is made up but well formed, as IMDS would say it. */
+static void model_open__identity__well_formed(void **state) {
+        struct fixture *f = open_spec("model:trn2.48xlarge,seed=9");
+        const struct instance_identity *id = &f->c->inv.identity;
+        assert_int_equal(strlen(id->instance_id), 19);
+        assert_true(strncmp(id->instance_id, "i-", 2) == 0 && strspn(id->instance_id + 2, "0123456789abcdef") == 17);
+        assert_true(strncmp(id->subnet_id, "subnet-", 7) == 0 && strspn(id->subnet_id + 7, "0123456789abcdef") == 17);
+        assert_true(strncmp(id->ami_id, "ami-", 4) == 0 && strlen(id->ami_id) == 21);
+        assert_string_equal(id->instance_type, "trn2.48xlarge");
+        assert_true(strncmp(id->availability_zone, id->region, strlen(id->region)) == 0);
+        assert_int_equal(strlen(id->availability_zone), strlen(id->region) + 1);
+        assert_string_equal(id->error, "");
+        char first[32];
+        snprintf(first, sizeof(first), "%s", id->instance_id);
+        fixture_free(f);
+        /* Another seed, another instance. */
+        f = open_spec("model:trn2.48xlarge,seed=10");
+        assert_string_not_equal(f->c->inv.identity.instance_id, first);
         fixture_free(f);
 }
 
@@ -371,8 +552,8 @@ static void model_fault_inject__from_another_thread__is_safe(void **state) {
 
 static void model_read__time_going_back__keeps_counters(void **state) {
         struct fixture *f = open_spec("model:inf2.48xlarge,scenario=inference");
-        size_t dma = find(f, METRIC_DEVICE_DMA_BYTES, "3", "host_to_device", NULL);
         read_at(f, T0);
+        size_t dma = find(f, METRIC_DEVICE_DMA_BYTES, "3", "host_to_device", NULL);
         read_at(f, T0 + 10000);
         double v = f->values[dma];
         assert_true(v > 0);
@@ -535,19 +716,19 @@ static void model_open__bad_spec__einval_with_reason(void **state) {
 static void model_read__week_long_gap__stays_within_limits(void **state) {
         struct fixture *f = open_spec("model:trn2.48xlarge,scenario=training");
         const struct catalog_instance *inst = catalog_find("trn2.48xlarge");
+        double week = 7 * 86400.0;
+        read_at(f, T0);
         size_t dma[3] = {
                 find(f, METRIC_DEVICE_DMA_BYTES, "4", "host_to_device", NULL),
                 find(f, METRIC_DEVICE_DMA_BYTES, "4", "device_to_host", NULL),
                 find(f, METRIC_DEVICE_DMA_BYTES, "4", "device_to_device", NULL),
         };
-        size_t ok = find(f, METRIC_CORE_EXECUTION_STATUS, "4", "33", "success");
-        double week = 7 * 86400.0;
-        read_at(f, T0);
+        size_t ok = find4(f, METRIC_CORE_EXECUTION_STATUS, "", "", "training-0", "completed");
         read_at(f, T0 + (int64_t) week * 1000);
         double sum = f->values[dma[0]] + f->values[dma[1]] + f->values[dma[2]];
         assert_true(sum > 0 && sum / week <= inst->chip->dma_bandwidth);
-        /* One training step each 8-15 s. */
-        assert_true(f->values[ok] >= week / 16 && f->values[ok] <= week / 7);
+        /* One training step each 8-15 s on each of the 128 physical cores. */
+        assert_true(f->values[ok] / 128 >= week / 16 && f->values[ok] / 128 <= week / 7);
         fixture_free(f);
 }
 
@@ -556,6 +737,10 @@ int main(void) {
                 cmocka_unit_test(model_open__bad_options__explain),
                 cmocka_unit_test(model_fault_format__parsed_faults__round_trip),
                 cmocka_unit_test(model_open__trn3_gen2__has_every_core_and_device),
+                cmocka_unit_test(model_open__lnc__logical_cores_with_physical_breakdown),
+                cmocka_unit_test(model_refresh__inference__a_runtime_exits_and_comes_back),
+                cmocka_unit_test(model_read__training__one_runtime_across_all_cores),
+                cmocka_unit_test(model_open__identity__well_formed),
                 cmocka_unit_test(model_read__memory_categories__sum_to_core_memory),
                 cmocka_unit_test(model_read__same_seed__same_series),
                 cmocka_unit_test(model_read__training_and_idle__look_like_their_workloads),

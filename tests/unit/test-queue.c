@@ -133,14 +133,21 @@ static size_t count_readable(const struct pollfd *fds, size_t n) {
         return readable;
 }
 
+/* answer_status() of a connection the server closed (or reset) without
+ * sending a byte, as opposed to 0 for no answer within the receive timeout. */
+#define ANSWER_CLOSED 1u
+
 /* The status of the answer on fd, read to its end; the socket is closed. */
 static unsigned answer_status(int fd, char *head, size_t size) {
         size_t n = 0;
-        ssize_t r;
+        ssize_t r = -1;
         while (n < size - 1 && (r = recv(fd, head + n, size - 1 - n, 0)) > 0)
                 n += (size_t) r;
+        bool closed = n == 0 && (r == 0 || errno == ECONNRESET);
         head[n] = '\0';
         close(fd);
+        if (closed)
+                return ANSWER_CLOSED;
         unsigned status = 0;
         return sscanf(head, "HTTP/1.1 %3u ", &status) == 1 ? status : 0;
 }
@@ -222,9 +229,15 @@ static void queue__stopped_while_blocked__503_at_once(void **state) {
         f->srv = NULL;
         assert_int_equal(gate.cancelled, 1);
         /* Queued, or (if the server had not read it yet) refused by the
-         * stopping queue: 503 either way. */
-        assert_int_equal(answer_status(waiting, head, sizeof(head)), 503);
-        assert_true(strstr(head, "neurond is stopping") || strstr(head, "too many queries at once"));
+         * stopping queue: 503 either way. Or, on a loaded machine, not yet
+         * accepted or read when the server stopped: then the connection is
+         * closed, at once too (a wait would end in the 10 s receive
+         * timeout, which answer_status() tells apart). */
+        unsigned status = answer_status(waiting, head, sizeof(head));
+        if (status != ANSWER_CLOSED) {
+                assert_int_equal(status, 503);
+                assert_true(strstr(head, "neurond is stopping") || strstr(head, "too many queries at once"));
+        }
         close(running);
 }
 

@@ -135,6 +135,68 @@ static void store_open__reopen__series_keep_identity(void **state) {
         store_close(s);
 }
 
+/* A database of an earlier neurond named the ECC device label
+ * neuron_device; now it is neuron_device_index, as AWS's exporter spells
+ * it. Opening renames it in place: the history goes on in one series. */
+static void store_open__earlier_label_names__history_continues(void **state) {
+        struct fixture *f = *state;
+        const struct series_desc ecc = { .metric = METRIC_DEVICE_ECC_EVENTS,
+                                         .label_values = { "3", "mem_ecc_uncorrected" } };
+        struct store *s = NULL;
+        double v = 1;
+        uint8_t valid = 1;
+        sqlite3 *db;
+
+        assert_int_equal(store_open(f->path, &s), 0);
+        assert_int_equal(store_register_series(s, &ecc, 1), 0);
+        assert_int_equal(store_append(s, 1000, &v, &valid, 1), 0);
+        store_close(s);
+        /* As the earlier version wrote the row. */
+        assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "UPDATE series SET labels = "
+                                      "'{\"neuron_device\":\"3\",\"event_type\":\"mem_ecc_uncorrected\"}'",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+
+        assert_int_equal(store_open(f->path, &s), 0);
+        assert_int_equal(store_register_series(s, &ecc, 1), 0);
+        v = 2;
+        assert_int_equal(store_append(s, 2000, &v, &valid, 1), 0);
+        struct history_result *r = query(s, METRIC_DEVICE_ECC_EVENTS, 0, 3000, 1000, HISTORY_AGG_LAST);
+        assert_int_equal(r->n_series, 1);
+        assert_string_equal(r->series[0].desc.label_values[0], "3");
+        assert_int_equal(r->series[0].n_points, 2);
+        history_result_free(r);
+        store_close(s);
+}
+
+/* A label a family gained is empty in a series that has no value for it,
+ * and an empty label is no label: the series keeps the identity it had
+ * before the family had the label. */
+static void store_register_series__empty_label__same_series_as_without(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+        double values[] = { 0.5, 0.75, 1 };
+        uint8_t valid[] = { 1, 1, 1 };
+        sqlite3 *db;
+        assert_int_equal(store_append(s, 1000, values, valid, 3), 0);
+        store_close(s);
+        assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db,
+                                            "SELECT labels FROM series WHERE metric = 'neuroncore_utilization_ratio' "
+                                            "ORDER BY id LIMIT 1",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *) sqlite3_column_text(st, 0),
+                            "{\"neuron_device\":\"0\",\"neuroncore\":\"0\"}");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+}
+
 static void store_open__newer_schema__eprotonosupport(void **state) {
         struct fixture *f = *state;
         sqlite3 *db;
@@ -241,6 +303,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_query_range__label_matcher__filters, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__reopen__series_keep_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__newer_schema__eprotonosupport, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__earlier_label_names__history_continues, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_register_series__empty_label__same_series_as_without, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__too_many_points__e2big, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__cancelled__ecanceled, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__wrong_count__einval, setup, teardown),

@@ -73,18 +73,23 @@ static struct collector *open_root(const char *r) {
         return c;
 }
 
-/* Index of the series with these labels, or -1. */
-static long find(const struct collector *c, enum metric_id m, const char *l0, const char *l1, const char *l2) {
-        const char *want[3] = { l0, l1, l2 };
+/* Index of the series with these labels (NULL: any value), or -1. */
+static long find4(const struct collector *c, enum metric_id m, const char *l0, const char *l1, const char *l2,
+                  const char *l3) {
+        const char *want[4] = { l0, l1, l2, l3 };
         for (size_t i = 0; i < c->inv.n_series; i++) {
                 const struct series_desc *s = &c->inv.series[i];
                 bool ok = s->metric == m;
-                for (int k = 0; k < 3 && ok; k++)
+                for (int k = 0; k < 4 && ok; k++)
                         ok = !want[k] || strcmp(s->label_values[k], want[k]) == 0;
                 if (ok)
                         return (long) i;
         }
         return -1;
+}
+
+static long find(const struct collector *c, enum metric_id m, const char *l0, const char *l1, const char *l2) {
+        return find4(c, m, l0, l1, l2, NULL);
 }
 
 static size_t count(const struct collector *c, enum metric_id m) {
@@ -148,9 +153,19 @@ static void sysfs_open__trn1_tree__inventory(void **state) {
         assert_int_equal(count(c, METRIC_LINK_RX_BYTES), 0);
         assert_int_equal(count(c, METRIC_CORE_UTILIZATION), 4);
         assert_int_equal(count(c, METRIC_CORE_MEMORY_CATEGORY), 4 * 11);
-        assert_int_equal(count(c, METRIC_CORE_EXECUTION_STATUS), 4 * 24);
+        /* neuron-monitor's five runtime memory kinds are five of the categories. */
+        assert_int_equal(count(c, METRIC_CORE_MEMORY_TENSORS), 4);
+        /* The driver's counters under their names, and the six outcomes and
+         * two error types that are neuron-monitor's. */
+        assert_int_equal(count(c, METRIC_CORE_DRIVER_STATUS), 4 * 24);
+        assert_int_equal(count(c, METRIC_CORE_EXECUTION_STATUS), 4 * 6);
+        assert_int_equal(count(c, METRIC_CORE_EXECUTION_ERRORS), 4 * 2);
         assert_int_equal(count(c, METRIC_DEVICE_ECC_EVENTS), 2 * 3);
-        assert_true(find(c, METRIC_CORE_EXECUTION_STATUS, "3", "3", "execute_completed_with_num_error") >= 0);
+        assert_true(find(c, METRIC_CORE_DRIVER_STATUS, "3", "3", "execute_completed_with_num_error") >= 0);
+        assert_true(find4(c, METRIC_CORE_EXECUTION_STATUS, "3", "3", "", "completed_with_num_err") >= 0);
+        /* The driver knows of no runtimes. */
+        assert_int_equal(inv->n_runtimes, 0);
+        assert_int_equal(inv->lnc, 1);
         collector_close(c);
 }
 
@@ -165,7 +180,11 @@ static void sysfs_read__trn1_tree__values(void **state) {
         assert_value(&t, find(c, METRIC_DEVICE_MEMORY_USED, "3", NULL, NULL), 1019215872.0 + 1266679808.0);
         assert_value(&t, find(c, METRIC_DEVICE_MEMORY_TOTAL, "0", NULL, NULL), 34359738368.0);
         assert_value(&t, find(c, METRIC_CORE_MEMORY_CATEGORY, "0", "1", "tensors"), 192937984);
-        assert_value(&t, find(c, METRIC_CORE_EXECUTION_STATUS, "0", "1", "success"), 2017);
+        assert_value(&t, find(c, METRIC_CORE_DRIVER_STATUS, "0", "1", "success"), 2017);
+        assert_value(&t, find4(c, METRIC_CORE_EXECUTION_STATUS, "0", "1", "", "completed"), 2017);
+        assert_value(&t, find4(c, METRIC_CORE_EXECUTION_STATUS, "0", "1", "", "timed_out"), 2);
+        assert_value(&t, find4(c, METRIC_CORE_EXECUTION_ERRORS, "0", "1", "", "hardware"), 0);
+        assert_value(&t, find(c, METRIC_CORE_MEMORY_TENSORS, "0", "1", ""), 192937984);
         assert_value(&t, find(c, METRIC_DEVICE_ECC_EVENTS, "3", "mem_ecc_uncorrected", NULL), 3);
         /* Power: only POWER_STATUS_VALID counts; neuron3 says INVALID. */
         assert_value(&t, find(c, METRIC_DEVICE_POWER_UTILIZATION, "0", NULL, NULL), 0.5);
@@ -424,6 +443,87 @@ static void sysfs_read__device_vanishes__down_then_back(void **state) {
         collector_close(c);
 }
 
+/* neuron-monitor's execution outcomes and error types from the driver's
+ * counters of the same datastore entries; the types the driver keeps but
+ * sysfs does not show (numerical, transient, model, runtime) are absent. */
+static void sysfs_read__status_counters__ecosystem_outcomes_and_errors(void **state) {
+        const char *st = DEV "neuron3/neuron_core1/stats/status";
+        char path[1024];
+        scratch_copy("trn1");
+        snprintf(path, sizeof(path), "%s/hw_error/total", st);
+        put(path, "2\n");
+        snprintf(path, sizeof(path), "%s/generic_error/total", st);
+        put(path, "5\n");
+        snprintf(path, sizeof(path), "%s/execute_failed_to_queue/total", st);
+        put(path, "7\n");
+        snprintf(path, sizeof(path), "%s/hw_hbm_ue_error/total", st);
+        put(path, "1\n");
+        struct collector *c = open_root(root);
+        struct tick t = tick(c);
+        assert_int_equal(t.ret, 0);
+        /* Host-wide core 3 is neuron3's core 1. */
+        assert_value(&t, find4(c, METRIC_CORE_EXECUTION_ERRORS, "3", "3", "", "hardware"), 2);
+        assert_value(&t, find4(c, METRIC_CORE_EXECUTION_ERRORS, "3", "3", "", "generic"), 5);
+        assert_value(&t, find4(c, METRIC_CORE_EXECUTION_STATUS, "3", "3", "", "failed_to_queue"), 7);
+        assert_value(&t, find(c, METRIC_CORE_DRIVER_STATUS, "3", "3", "hw_hbm_ue_error"), 1);
+        static const char *const hidden[] = { "numerical", "transient", "model", "runtime" };
+        for (size_t i = 0; i < 4; i++)
+                assert_int_equal(find4(c, METRIC_CORE_EXECUTION_ERRORS, NULL, NULL, NULL, hidden[i]), -1);
+        tick_free(&t);
+        collector_close(c);
+}
+
+/* Trainium2: LNC 2 by default, as the runtime and tools; a logical core
+ * is a pair of physical core directories, with the pair as a breakdown. */
+static void sysfs_read__trn2_tree__logical_cores_of_two(void **state) {
+        const char *pe0 = DEV "neuron0/neuron_core2/stats/tensor_engine/pe_cntrs";
+        const char *pe1 = DEV "neuron0/neuron_core3/stats/tensor_engine/pe_cntrs";
+        scratch_copy("trn2");
+        put(pe0, "xrow_grp,mm_active,wl_active,idle\n0,100,0,100\n");
+        put(pe1, "xrow_grp,mm_active,wl_active,idle\n0,100,0,100\n");
+        struct collector *c = open_root(root);
+        const struct inventory *inv = &c->inv;
+        assert_int_equal(inv->lnc, 2);
+        assert_int_equal(inv->devices[0].core_count, 4);
+        assert_int_equal(inv->devices[0].physical_core_count, 8);
+        assert_int_equal(count(c, METRIC_CORE_UTILIZATION), 4);
+        assert_int_equal(count(c, METRIC_CORE_PHYSICAL_UTILIZATION), 8);
+        assert_int_equal(count(c, METRIC_CORE_MEMORY_USED), 4);
+        long u = find(c, METRIC_CORE_UTILIZATION, "0", "1", NULL);
+        long p2 = find(c, METRIC_CORE_PHYSICAL_UTILIZATION, "0", "1", "2");
+        long p3 = find(c, METRIC_CORE_PHYSICAL_UTILIZATION, "0", "1", "3");
+        long mem = find(c, METRIC_CORE_MEMORY_USED, "0", "1", NULL);
+        struct tick t = tick(c);
+        /* Logical core 1: physical cores 2 and 3, their memory added. */
+        assert_value(&t, mem, 1220542464.0 + 1048576000.0);
+        assert_absent(&t, u);
+        tick_free(&t);
+        put(pe0, "xrow_grp,mm_active,wl_active,idle\n0,400,0,200\n");
+        put(pe1, "xrow_grp,mm_active,wl_active,idle\n0,200,0,400\n");
+        t = tick(c);
+        assert_value(&t, p2, 0.75);
+        assert_value(&t, p3, 0.25);
+        assert_value(&t, u, 0.5);
+        tick_free(&t);
+        collector_close(c);
+
+        /* lnc=1 in the spec: every physical core is a NeuronCore. */
+        char spec[600], err[256];
+        snprintf(spec, sizeof(spec), "sysfs:%s,lnc=1", root);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        assert_int_equal(c->inv.lnc, 1);
+        assert_int_equal(count(c, METRIC_CORE_UTILIZATION), 8);
+        assert_int_equal(count(c, METRIC_CORE_PHYSICAL_UTILIZATION), 0);
+        collector_close(c);
+        snprintf(spec, sizeof(spec), "sysfs:%s,lnc=3", root);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "lnc"));
+        /* Trainium1 has no logical cores of two. */
+        snprintf(spec, sizeof(spec), "sysfs:%s,lnc=2", fixture("trn1"));
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "NeuronCore-v3"));
+}
+
 static void sysfs_capacity_for__catalog__bytes_or_enoent(void **state) {
         uint64_t v = 0;
         assert_int_equal(sysfs_capacity_for("Trainium1", &v), 0);
@@ -455,6 +555,8 @@ int main(void) {
                 cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__damaged_files__series_absent_then_recover, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__device_vanishes__down_then_back, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_read__status_counters__ecosystem_outcomes_and_errors, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_read__trn2_tree__logical_cores_of_two, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_open__fifos_and_devices__absent_without_blocking, scratch_teardown),
                 cmocka_unit_test(sysfs_capacity_for__catalog__bytes_or_enoent),
                 cmocka_unit_test(collector_open_spec__auto_without_driver__model_with_reason),

@@ -122,7 +122,11 @@ static int64_t monotonic_ms(void) {
 static void add_device(struct inventory *inv, unsigned index, uint64_t memory, const char *serial, unsigned peer) {
         struct device_info *d = &inv->devices[inv->n_devices++];
 
-        *d = (struct device_info){ .index = index, .core_count = 2, .first_core = 2 * index, .memory_bytes = memory };
+        *d = (struct device_info){ .index = index,
+                                   .core_count = 2,
+                                   .physical_core_count = 2,
+                                   .first_core = 2 * index,
+                                   .memory_bytes = memory };
         snprintf(d->name, sizeof(d->name), "Trainium1");
         snprintf(d->arch, sizeof(d->arch), "NDv2");
         snprintf(d->core_arch, sizeof(d->core_arch), "NCv2");
@@ -139,17 +143,23 @@ void web_fixture_init(struct web_fixture *f) {
         memset(f, 0, sizeof(*f));
         snprintf(f->inv.instance_type, sizeof(f->inv.instance_type), "trn1.2xlarge");
         snprintf(f->inv.backend, sizeof(f->inv.backend), "model:trn1.2xlarge");
+        f->inv.lnc = 1;
+        snprintf(f->inv.identity.instance_id, sizeof(f->inv.identity.instance_id), "i-0123456789abcdef0");
+        snprintf(f->inv.identity.instance_type, sizeof(f->inv.identity.instance_type), "trn1.2xlarge");
+        snprintf(f->inv.identity.region, sizeof(f->inv.identity.region), "us-east-2");
         f->inv.devices = calloc(2, sizeof(struct device_info));
         assert_non_null(f->inv.devices);
         add_device(&f->inv, 0, 32ULL << 30, "S0", 1);
         add_device(&f->inv, 1, 0, "", 0);
         assert_int_equal(inventory_add_series(&f->inv, METRIC_DEVICE_UP, (const char *[]){ "0" }), 0);
         assert_int_equal(inventory_add_series(&f->inv, METRIC_DEVICE_UP, (const char *[]){ "1" }), 0);
-        assert_int_equal(inventory_add_series(&f->inv, METRIC_CORE_UTILIZATION, (const char *[]){ "0", "0" }), 0);
-        assert_int_equal(inventory_add_series(&f->inv, METRIC_CORE_UTILIZATION, (const char *[]){ "1", "2" }), 0);
+        assert_int_equal(inventory_add_series(&f->inv, METRIC_CORE_UTILIZATION, (const char *[]){ "0", "0", "serve" }),
+                         0);
+        assert_int_equal(inventory_add_series(&f->inv, METRIC_CORE_UTILIZATION, (const char *[]){ "1", "2", NULL }), 0);
         assert_int_equal(
                 inventory_add_series(&f->inv, METRIC_DEVICE_DMA_BYTES, (const char *[]){ "0", "host_to_device" }), 0);
         assert_int_equal(f->inv.n_series, FIXTURE_SERIES_COUNT);
+        assert_int_equal(inventory_add_runtime(&f->inv, 4242, "serve", (const unsigned[]){ 0, 1 }, 2), 0);
 
         snapshot_slot_init(&f->latest);
         struct snapshot *snap = snapshot_new(FIXTURE_SERIES_COUNT);
@@ -163,8 +173,9 @@ void web_fixture_init(struct web_fixture *f) {
                 snap->valid[i] = i != FIXTURE_DMA_0;
         }
         snap->collector_up[0] = 1;
+        snap->set = series_set_new(1, f->inv.series, f->inv.n_series, f->inv.runtimes, f->inv.n_runtimes);
+        assert_non_null(snap->set);
         snapshot_slot_publish(&f->latest, snap);
-        assert_int_equal(expo_new(f->inv.series, f->inv.n_series, &f->expo), 0);
 
         snprintf(f->web_root, sizeof(f->web_root), "/tmp/neurond-web-XXXXXX");
         assert_non_null(mkdtemp(f->web_root));
@@ -179,9 +190,6 @@ void web_fixture_init(struct web_fixture *f) {
         f->ctx = (struct web_context){
                 .web_root = f->web_root,
                 .inv = &f->inv,
-                .series = f->inv.series,
-                .n_series = f->inv.n_series,
-                .expo = f->expo,
                 .self = {
                         .version = "1.2.3",
                         .backend = f->inv.backend,
@@ -212,7 +220,6 @@ void web_fixture_free(struct web_fixture *f) {
         char path[128];
 
         http_stop(f->srv);
-        expo_free(f->expo);
         snapshot_slot_destroy(&f->latest);
         inventory_free(&f->inv);
         snprintf(path, sizeof(path), "%s/index.html", f->web_root);

@@ -13,11 +13,13 @@
 #include "web/expo.h"
 #include "web/http.h"
 
-/* The inventory: devices 0 and 1, and these series, in this order. */
+/* The inventory: devices 0 and 1, the runtime "serve" (pid 4242) holding
+ * cores 0 and 1, the identity of instance i-0123456789abcdef0, and these
+ * series, in this order. */
 enum {
         FIXTURE_UP_0,     /* neuron_device_up{neuron_device="0"} 1 */
         FIXTURE_UP_1,     /* neuron_device_up{neuron_device="1"} 1 */
-        FIXTURE_UTIL_0_0, /* neuroncore_utilization_ratio{neuron_device="0",neuroncore="0"} 0.25 */
+        FIXTURE_UTIL_0_0, /* neuroncore_utilization_ratio{neuron_device="0",neuroncore="0",runtime_tag="serve"} 0.25 */
         FIXTURE_UTIL_1_2, /* neuroncore_utilization_ratio{neuron_device="1",neuroncore="2"} 0.5 */
         FIXTURE_DMA_0,    /* neuron_device_dma_bytes_total{neuron_device="0",direction="host_to_device"}, not valid */
         FIXTURE_SERIES_COUNT,
@@ -45,7 +47,6 @@ struct fake_faults {
 struct web_fixture {
         struct inventory inv;
         struct snapshot_slot latest;
-        struct expo *expo;
         struct fake_history history;
         struct fake_faults faults;
         char web_root[64];
@@ -55,7 +56,7 @@ struct web_fixture {
         uint16_t port;
 };
 
-/* Builds the inventory, a published snapshot, the expo, a web root
+/* Builds the inventory, a published snapshot with its series set, a web root
  * holding index.html ("<!doctype html>hello\n") and ctx over them. */
 void web_fixture_init(struct web_fixture *f);
 /* Starts the server with f->ctx as the test left it. */

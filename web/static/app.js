@@ -73,6 +73,7 @@
     util: null, coreMem: null, coreCat: null,
     devMem: null, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
     edges: new Map(), catNames: [], devCat: null,
+    coreTag: null, runtimes: [], rtStats: new Map(),
     counters: new Map(),
     ts: 0, serverNow: 0, fetchedAt: 0,
     state: 'connecting', failures: 0, lastOk: 0, tickNo: 0,
@@ -117,6 +118,7 @@
     });
     const nd = devs.length;
     S.util = new Float64Array(S.nCores).fill(NaN);
+    S.coreTag = new Array(S.nCores).fill('');
     S.coreMem = new Float64Array(S.nCores).fill(NaN);
     S.devMem = new Float64Array(nd).fill(NaN);
     S.devTotal = Float64Array.from(devs, (d) => d.memory_total_bytes);
@@ -157,7 +159,7 @@
       const wasDown = S.state === 'unreachable';
       if (!S.inv || wasDown) await loadInventory();
       const wantCats = S.tickNo % 10 === 0;   // thousands of series on big instances
-      const [st, util, cmem, dmem, up, dma, tx, rx, cat] = await Promise.all([
+      const [st, util, cmem, dmem, up, dma, tx, rx, cat, rts, rmem, rexec, rlat] = await Promise.all([
         api('api/v1/status'),
         latest('metric=neuroncore_utilization_ratio'),
         latest('metric=neuroncore_memory_used_bytes'),
@@ -167,6 +169,10 @@
         latest('metric=neuron_link_transmit_bytes_total'),
         latest('metric=neuron_link_receive_bytes_total'),
         wantCats ? latest('metric=neuroncore_memory_usage_bytes') : null,
+        api('api/v1/runtimes'),
+        latest('metric=neuron_runtime_memory_used_bytes'),
+        latest('metric=execution_status_total'),
+        latest('metric=execution_latency_seconds'),
       ]);
       S.fetchedAt = Date.now() / 1000;
       S.status = st;
@@ -177,6 +183,7 @@
       }
       const t0 = performance.now();
       ingest(util, cmem, dmem, up, dma, tx, rx, cat);
+      ingestRuntimes(rts.runtimes, rmem, rexec, rlat);
       S.tickNo++;
       ok = true;
       setState(st);
@@ -201,9 +208,13 @@
     const core = (r) => S.slotOf.get(r.metric.neuroncore);
     const dev = (r) => S.devIndex.get(r.metric.neuron_device);
     S.util.fill(NaN);
+    S.coreTag.fill('');
     for (const r of util) {
       const s = core(r);
-      if (s !== undefined) S.util[s] = +r.value[1];
+      if (s !== undefined) {
+        S.util[s] = +r.value[1];
+        S.coreTag[s] = r.metric.runtime_tag || '';
+      }
       ts = Math.max(ts, r.value[0]);
     }
     S.coreMem.fill(NaN);
@@ -255,6 +266,82 @@
       S.catNames = [...names].sort();
     }
     if (ts) S.ts = ts;
+  }
+
+  // Who uses which core: the runtimes, their memory, executions and latency.
+  // A runtime that exited is gone from the list, and so is its row.
+  function ingestRuntimes(list, mem, exec, lat) {
+    const stats = new Map(list.map((r) => [r.runtime_tag, { dev: NaN, host: NaN, ok: NaN, err: NaN, p50: NaN, p99: NaN }]));
+    for (const r of mem) {
+      const x = stats.get(r.metric.runtime_tag);
+      if (x) x[r.metric.memory_location === 'host' ? 'host' : 'dev'] = +r.value[1];
+    }
+    for (const r of exec) {
+      const x = stats.get(r.metric.runtime_tag);
+      if (!x) continue;   // a core's counters (sysfs) name no runtime
+      const v = rate(`exec|${r.metric.runtime_tag}|${r.metric.status_type}`, r.value[0], +r.value[1]);
+      const k = r.metric.status_type === 'completed' ? 'ok' : 'err';
+      if (Number.isFinite(v)) x[k] = (Number.isFinite(x[k]) ? x[k] : 0) + v;
+    }
+    for (const r of lat) {
+      const x = stats.get(r.metric.runtime_tag);
+      if (x && (r.metric.percentile === 'p50' || r.metric.percentile === 'p99')) x[r.metric.percentile] = +r.value[1];
+    }
+    S.runtimes = list;
+    S.rtStats = stats;
+  }
+
+  // "0-7, 12" for a sorted core list.
+  function ranges(cores) {
+    const out = [];
+    for (let i = 0; i < cores.length;) {
+      let j = i;
+      while (j + 1 < cores.length && cores[j + 1] === cores[j] + 1) j++;
+      out.push(j > i ? `${cores[i]}-${cores[j]}` : `${cores[i]}`);
+      i = j + 1;
+    }
+    return out.join(', ');
+  }
+
+  function fmtSeconds(v) {
+    if (!Number.isFinite(v)) return '–';
+    return v < 1 ? `${(v * 1000).toFixed(v < 0.01 ? 2 : 1)} ms` : `${v.toFixed(2)} s`;
+  }
+
+  function renderRuntimes() {
+    const tb = document.querySelector('#runtimes tbody');
+    const rows = S.runtimes.map((r) => {
+      const x = S.rtStats.get(r.runtime_tag) || {};
+      let us = 0, un = 0;
+      for (const c of r.neuroncores) {
+        const slot = S.slotOf.get(String(c));
+        if (slot !== undefined && Number.isFinite(S.util[slot])) { us += S.util[slot]; un++; }
+      }
+      const tr = el('tr');
+      const th = el('th', '', r.runtime_tag);
+      th.scope = 'row';
+      tr.dataset.runtime = r.runtime_tag;
+      tr.append(th, el('td', 'num', String(r.pid)),
+        el('td', '', `${ranges(r.neuroncores)} (neuron${r.neuron_devices.join(', neuron')})`),
+        el('td', 'num', un ? fmtPct(us / un) : '–'), el('td', 'num', fmtBytes(x.dev)), el('td', 'num', fmtBytes(x.host)),
+        el('td', 'num', Number.isFinite(x.ok) ? x.ok.toFixed(1) : '–'),
+        el('td', 'num', Number.isFinite(x.err) ? x.err.toFixed(1) : '–'),
+        el('td', 'num', `${fmtSeconds(x.p50)} / ${fmtSeconds(x.p99)}`));
+      return tr;
+    });
+    if (!rows.length) {
+      const td = el('td', 'muted', S.inv.backend.startsWith('sysfs')
+        ? 'The driver does not say which process holds a core: no runtimes are known here.'
+        : 'No Neuron runtime is running.');
+      td.colSpan = 9;
+      const tr = el('tr');
+      tr.append(td);
+      rows.push(tr);
+    }
+    tb.replaceChildren(...rows);
+    const held = S.runtimes.reduce((n, r) => n + r.neuroncores.length, 0);
+    setText($('runtimes-summary'), `${fmtInt(S.runtimes.length)} running, holding ${fmtInt(held)} of ${fmtInt(S.nCores)} NeuronCores`);
+    $('runtimes').dataset.ts = String(S.ts);
   }
 
   // ---------- health ----------
@@ -509,13 +596,16 @@
     function describe(i) {
       const d = S.inv.devices[S.coreDev[i]];
       const core = d.first_core + S.coreLocal[i];
-      return { d, core, util: fmtPct(S.util[i]), mem: fmtBytes(S.coreMem[i]), held: isHeld(i) };
+      const tag = S.coreTag[i];
+      const rt = tag ? S.runtimes.find((r) => r.runtime_tag === tag) : null;
+      return { d, core, util: fmtPct(S.util[i]), mem: fmtBytes(S.coreMem[i]), held: isHeld(i),
+        runtime: tag ? `runtime ${tag}${rt ? ` (pid ${rt.pid})` : ''}` : 'no runtime' };
     }
     function showTip(i) {
       const x = describe(i);
       const cat = S.coreCat && S.coreCat.get(i);
       tip.replaceChildren(el('b', '', `neuron${x.d.index} · NeuronCore ${x.core}`), el('br'),
-        `utilization ${x.util}`, el('br'), `memory held ${x.mem}`);
+        x.runtime, el('br'), `utilization ${x.util}`, el('br'), `memory held ${x.mem}`);
       if (cat) for (const [k, v] of cat) tip.append(el('br'), `  ${k} ${fmtBytes(v)}`);
       if (x.held) tip.append(el('br'), el('span', 'held', 'idle with memory held'));
       tip.dataset.core = String(x.core);
@@ -530,7 +620,7 @@
     // every tick.
     function announce(i) {
       const x = describe(i);
-      setText($('core-focus'), `neuron${x.d.index} NeuronCore ${x.core}: utilization ${x.util}, memory held ${x.mem}${x.held ? ', idle with memory held' : ''}`);
+      setText($('core-focus'), `neuron${x.d.index} NeuronCore ${x.core}, ${x.runtime}: utilization ${x.util}, memory held ${x.mem}${x.held ? ', idle with memory held' : ''}`);
     }
 
     function hit(ev) {
@@ -859,7 +949,9 @@
     }
 
     // Chart definitions for the selection. A series sums every stored series
-    // of `metric` (filtered by `q`) whose labels pass `match`; counters become
+    // of `metric` (filtered by `q`) whose labels pass `match`, or takes their
+    // largest with combine 'max' (a core's utilization is one stored series
+    // per runtime that held it, and a bucket may hold two); counters become
     // rates. `live` gives the value to append on each tick.
     function defs() {
       const devs = S.inv.devices;
@@ -873,7 +965,7 @@
         return {
           title: `NeuronCore ${S.sel.id} · neuron${d.index}`,
           charts: [
-            { title: 'Utilization', unit: 'pct', series: [{ label: `core ${S.sel.id}`, metric: 'neuroncore_utilization_ratio', q, color: cssVar('--c-util'), live: () => S.util[slot] }] },
+            { title: 'Utilization', unit: 'pct', series: [{ label: `core ${S.sel.id}`, metric: 'neuroncore_utilization_ratio', q, combine: 'max', color: cssVar('--c-util'), live: () => S.util[slot] }] },
             { title: 'Memory held', unit: 'bytes', series: memSeries },
           ],
         };
@@ -885,7 +977,7 @@
       for (let c = 0; c < d.cores; c++) {
         const core = d.first_core + c, slot = S.slotOf.get(String(core));
         util.push({ label: `core ${core}`, metric: 'neuroncore_utilization_ratio', q, match: (m) => m.neuroncore === String(core),
-          color: palette[c % palette.length], live: () => S.util[slot] });
+          combine: 'max', color: palette[c % palette.length], live: () => S.util[slot] });
       }
       const mem = [{ label: 'used', metric: 'neuron_device_memory_used_bytes', q, color: cssVar('--c-mem'), live: () => S.devMem[i] }];
       S.catNames.forEach((k, j) => mem.push({ label: k, metric: 'neuroncore_memory_usage_bytes', q, match: (m) => m.category === k,
@@ -1014,7 +1106,8 @@
             const vals = r.values.map(([t, v]) => [t, +v]);
             for (const [t, v] of s.counter ? toRate(vals) : vals) {
               if (v === null) { if (!sum.has(t)) sum.set(t, null); continue; }
-              sum.set(t, (sum.get(t) || 0) + v);
+              const had = sum.get(t);
+              sum.set(t, had == null ? v : s.combine === 'max' ? Math.max(had, v) : had + v);
             }
           }
           return [...sum].map(([t, v]) => [t, scaleVal(def.unit, v)]);
@@ -1069,6 +1162,7 @@
     if (!S.inv) return;
     renderTiles();
     heat.draw();
+    renderRuntimes();
     renderTable();
     topo.render();
   }
