@@ -20,3 +20,32 @@ for spec in model:trn2.48xlarge,scenario=training model:trn3-gen2-ultraserver mo
         stop_daemon
         rm -f "$TEST_TMP"/neurond.db*
 done
+
+# Pod attribution's cost: the trn2.48xlarge of above with the test suite's
+# kubelet answering every second for 16 pods holding all 128 cores (gRPC's
+# library and threads, the refresh thread), against pod_labels = false.
+if /usr/bin/python3 -c 'import grpc, grpc_tools' 2>/dev/null; then
+        /usr/bin/python3 - "$TEST_TMP/pods.json" <<'PY'
+import json, sys
+pods = [{"namespace": "ml", "name": "train-%d" % p,
+         "containers": [{"name": "worker", "devices": [{"resource": "aws.amazon.com/neuroncore",
+                                                        "ids": [str(8 * p + i) for i in range(8)]}]}]}
+        for p in range(16)]
+json.dump({"pods": pods}, open(sys.argv[1], "w"))
+PY
+        start_helper /usr/bin/python3 "$top_srcdir/tests/integration/fake-kubelet.py" "$top_srcdir/kube/podresources.proto" \
+                "$TEST_TMP/kubelet.sock" "$TEST_TMP/pods.json" "$TEST_TMP/calls"
+        wait_until 30 test -S "$TEST_TMP/kubelet.sock" || fail "the fake kubelet did not start"
+        printf '[neurond]\npod_labels = false\n' >"$TEST_TMP/off.conf"
+        printf '[neurond]\npod_resources_socket = %s\npod_resources_interval = 1s\n' "$TEST_TMP/kubelet.sock" \
+                >"$TEST_TMP/on.conf"
+        for labels in off on; do
+                start_daemon --backend model:trn2.48xlarge,scenario=training,speed=60 --config "$TEST_TMP/$labels.conf"
+                sleep 10
+                rss=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$DAEMON_PID/status")
+                threads=$(ls "/proc/$DAEMON_PID/task" | wc -l)
+                printf '%-52s %12s   %s\n' "daemon RSS kB, trn2.48xlarge, pod labels $labels" "$rss" "($threads threads)"
+                stop_daemon
+                rm -f "$TEST_TMP"/neurond.db*
+        done
+fi

@@ -18,8 +18,10 @@
 #include "daemon/loop.h"
 #include "daemon/notify.h"
 #include "daemon/settings.h"
+#include "kube/podwatch.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "remote/remote.h"
 #include "storage/store.h"
@@ -46,6 +48,10 @@ struct daemon {
         struct store *store;
         struct collector *polled[2]; /* backend and host, as the loop borrows them */
         struct loop loop;
+        struct pod_slot pods;   /* initialised before any step */
+        struct pod_core *cores; /* the host's cores, for pod attribution */
+        size_t n_cores;
+        struct podwatch *podwatch;   /* NULL when pod_labels is off */
         struct cursor_source cursor; /* the store, as the remote writers read it */
         struct remote_set *remote;   /* NULL without remote write endpoints */
         struct forward forward;      /* the writers' counters, for /metrics */
@@ -308,6 +314,58 @@ static int open_remote_write(struct daemon *d) {
         return 0;
 }
 
+/* Logs what changed in the kubelet's answers: whether it answers (when
+ * that changes, or the error does), and IDs that name no core or device. */
+static void pods_refreshed(const struct pod_map *previous, const struct pod_map *current, void *userdata) {
+        const struct daemon *d = userdata;
+        const char *socket = d->settings.pod_resources_socket;
+
+        if (!previous || previous->error != current->error) {
+                if (current->error == 0)
+                        log_info("pod-resources: the kubelet at %s answers; %zu containers hold Neuron cores or "
+                                 "devices",
+                                 socket, current->n_holders);
+                else if (current->error == -ENOENT)
+                        log_info("pod-resources: no kubelet socket at %s; series carry no pod labels while it is "
+                                 "missing",
+                                 socket);
+                else
+                        log_warning("pod-resources: %s; series carry no pod labels until the kubelet answers",
+                                    current->error_text);
+        } else if (current->error == 0 && previous->n_holders != current->n_holders) {
+                log_debug("pod-resources: %zu containers hold Neuron cores or devices", current->n_holders);
+        }
+        if (current->bad_ids > 0 && (!previous || previous->bad_ids == 0))
+                log_warning("pod-resources: %zu device IDs of Neuron resources are not core or device indexes; "
+                            "they are not attributed",
+                            current->bad_ids);
+}
+
+static int open_pods(struct daemon *d) {
+        const struct settings *s = &d->settings;
+
+        if (!s->pod_labels)
+                return 0;
+        int r = pod_cores_from_series(d->loop.series, d->loop.n_series, &d->cores, &d->n_cores);
+        if (r >= 0) {
+                struct podwatch_options o = {
+                        .socket_path = s->pod_resources_socket,
+                        .interval_ms = s->pod_resources_interval_ms,
+                        .cores = d->cores,
+                        .n_cores = d->n_cores,
+                        .slot = &d->pods,
+                        .refreshed = pods_refreshed,
+                        .userdata = d,
+                };
+                r = podwatch_start(&o, &d->podwatch);
+        }
+        if (r < 0) {
+                log_error("starting pod attribution: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
+
 /* What the HTTP handlers read: the parts opened so far and the settings. */
 static void fill_web_context(struct daemon *d) {
         static const char *const collector_names[] = { "backend", "host" };
@@ -332,6 +390,8 @@ static void fill_web_context(struct daemon *d) {
                         .process = true,
                 },
                 .latest = &d->latest,
+                .pods = d->podwatch ? &d->pods : NULL,
+                .pod_resources_socket = s->pod_resources_socket,
                 .history = { &store_history_ops, d->store },
                 .interval_ms = s->interval_ms,
                 .time_scale = d->loop.time_scale,
@@ -394,7 +454,8 @@ static int open_http(struct daemon *d) {
 static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files, check_remote_write };
 /* The rest of the daemon. */
 static int (*const run_steps[])(struct daemon *d) = {
-        refuse_root, open_host, open_identity, open_signals, open_store, open_loop, open_remote_write, open_http,
+        refuse_root, open_host, open_identity,     open_signals, open_store,
+        open_loop,   open_pods, open_remote_write, open_http,
 };
 
 static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), size_t n) {
@@ -407,6 +468,8 @@ static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), s
 static void daemon_close(struct daemon *d) {
         http_stop(d->http);
         remote_set_stop(d->remote);
+        podwatch_stop(d->podwatch);
+        free(d->cores);
         loop_done(&d->loop);
         store_close(d->store);
         if (d->signal_fd >= 0)
@@ -416,6 +479,7 @@ static void daemon_close(struct daemon *d) {
         http_free_pem(d->tls_cert);
         auth_free(d->auth);
         collector_close(d->backend);
+        pod_slot_destroy(&d->pods);
         snapshot_slot_destroy(&d->latest);
 }
 
@@ -503,6 +567,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         snapshot_slot_init(&d.latest);
+        pod_slot_init(&d.pods);
 
         int status = open_steps(&d, config_steps, ELEMENTS(config_steps));
         if (status == 0 && action == SETTINGS_CHECK_CONFIG) {

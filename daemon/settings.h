@@ -24,6 +24,8 @@
 #define SETTINGS_DEFAULT_INTERVAL_MS 1000
 #define SETTINGS_INTERVAL_MIN_MS 100
 #define SETTINGS_INTERVAL_MAX_MS (3600 * 1000)
+#define SETTINGS_DEFAULT_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
+#define SETTINGS_DEFAULT_POD_RESOURCES_INTERVAL_MS 10000
 
 enum settings_action {
         SETTINGS_RUN,
@@ -68,6 +70,11 @@ struct settings {
         uint64_t max_queries; /* range and series queries running or answering at once */
         uint64_t max_query_series;
         uint64_t max_query_points;
+
+        /* Pod attribution from the kubelet's pod-resources API. */
+        bool pod_labels;
+        char pod_resources_socket[PATH_MAX];
+        int64_t pod_resources_interval_ms;
 
         /* Storage: age limits per tier and a size cap (0: no cap). */
         int64_t retention_raw_ms;

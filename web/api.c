@@ -50,8 +50,10 @@ static void json_sample(struct buf *b, int64_t ms, double v) {
         buf_puts(b, "]");
 }
 
-/* The labels as Prometheus writes them: an empty value is no label. */
-static void json_series_labels(struct buf *b, const struct series_desc *d) {
+/* The labels as Prometheus writes them: an empty value is no label; with
+ * the pod, namespace and container of holder when it is not NULL (a
+ * current value of a held core or device). */
+static void json_series_labels(struct buf *b, const struct series_desc *d, const struct pod_holder *holder) {
         const struct metric_desc *m = &metric_table[d->metric];
         buf_puts(b, "{\"__name__\":");
         json_string(b, m->name);
@@ -62,6 +64,12 @@ static void json_series_labels(struct buf *b, const struct series_desc *d) {
                 json_string(b, m->labels[l]);
                 buf_puts(b, ":");
                 json_string(b, d->label_values[l]);
+        }
+        for (size_t l = 0; holder && l < POD_LABELS; l++) {
+                buf_puts(b, ",");
+                json_string(b, pod_label_names[l]);
+                buf_puts(b, ":");
+                json_string(b, pod_holder_label(holder, l));
         }
         buf_puts(b, "}");
 }
@@ -121,6 +129,15 @@ static bool series_has_label(const struct series_desc *d, const char *name, cons
  * or neuron_device_index where the ecosystem spells it so. */
 static bool series_on_device(const struct series_desc *d, const char *index) {
         return series_has_label(d, "neuron_device", index) || series_has_label(d, "neuron_device_index", index);
+}
+
+/* series_has_label(), or for a pod label, holder's value of it. */
+static bool value_has_label(const struct series_desc *d, const struct pod_holder *holder, const char *name,
+                            const char *value) {
+        int idx = pod_label_index(name);
+        if (idx < 0)
+                return series_has_label(d, name, value);
+        return holder && strcmp(pod_holder_label(holder, (size_t) idx), value) == 0;
 }
 
 /* The metric families the backend reports for a device: what the driver or
@@ -269,6 +286,7 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
         char label[16];
         snprintf(label, sizeof(label), "%u", (unsigned) index);
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        struct pod_map *pods = pod_slot_get(ctx->pods);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"device\":");
         json_device(b, ctx, snap ? snap->set : NULL, dev);
         buf_puts(b, ",\"timestamp\":");
@@ -284,12 +302,13 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
                         continue;
                 buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
                 first = false;
-                json_series_labels(b, d);
+                json_series_labels(b, d, pod_map_series_holder(pods, d));
                 buf_puts(b, ",\"value\":");
                 json_value(b, snap->values[i]);
                 buf_puts(b, "}");
         }
         buf_puts(b, "]}}\n");
+        pod_map_unref(pods);
         snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
@@ -303,10 +322,11 @@ static bool is_known_label(const char *name) {
 }
 
 /* Parameter i of an endpoint filtered by metric= and label=value: not
- * given twice, and a known metric or a label of some metric. Returns 1 for
- * metric= (its id in *ret_metric), 0 for a label, or -EINVAL with the error
- * in reply. */
-static int check_filter_param(const struct param *params, size_t i, int *ret_metric, struct web_reply *reply) {
+ * given twice, and a known metric or a label of some metric, or with
+ * pod_labels a pod label. Returns 1 for metric= (its id in *ret_metric), 0
+ * for a label, or -EINVAL with the error in reply. */
+static int check_filter_param(const struct param *params, size_t i, bool pod_labels, int *ret_metric,
+                              struct web_reply *reply) {
         for (size_t j = 0; j < i; j++)
                 if (strcmp(params[i].key, params[j].key) == 0) {
                         reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
@@ -322,7 +342,7 @@ static int check_filter_param(const struct param *params, size_t i, int *ret_met
                 *ret_metric = metric;
                 return 1;
         }
-        if (!is_known_label(params[i].key)) {
+        if (!is_known_label(params[i].key) && !(pod_labels && pod_label_index(params[i].key) >= 0)) {
                 reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter nor a label", params[i].key);
                 return -EINVAL;
         }
@@ -337,18 +357,20 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
         struct buf *b = &reply->body;
 
         for (size_t i = 0; i < n; i++)
-                if (check_filter_param(params, i, &metric, reply) < 0)
+                if (check_filter_param(params, i, ctx->pods != NULL, &metric, reply) < 0)
                         return;
         if (metric >= 0)
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(params[i].key, "metric") != 0 &&
-                            metric_label_index(&metric_table[metric], params[i].key) < 0) {
+                            metric_label_index(&metric_table[metric], params[i].key) < 0 &&
+                            !(ctx->pods && pod_label_index(params[i].key) >= 0)) {
                                 reply_error(reply, 400, "bad_data", "parameter '%.64s': not a label of %s",
                                             params[i].key, metric_table[metric].name);
                                 return;
                         }
 
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        struct pod_map *pods = pod_slot_get(ctx->pods);
         buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"timestamp\":");
         if (snap)
                 json_time(b, snap->timestamp_ms);
@@ -360,20 +382,22 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
                 const struct series_desc *d = &snap->set->series[i];
                 if (!snap->valid[i] || (metric >= 0 && d->metric != (enum metric_id) metric))
                         continue;
+                const struct pod_holder *holder = pod_map_series_holder(pods, d);
                 bool keep = true;
                 for (size_t p = 0; p < n && keep; p++)
                         if (strcmp(params[p].key, "metric") != 0)
-                                keep = series_has_label(d, params[p].key, params[p].value);
+                                keep = value_has_label(d, holder, params[p].key, params[p].value);
                 if (!keep)
                         continue;
                 buf_puts(b, first ? "{\"metric\":" : ",{\"metric\":");
                 first = false;
-                json_series_labels(b, d);
+                json_series_labels(b, d, holder);
                 buf_puts(b, ",\"value\":");
                 json_sample(b, snap->timestamp_ms, snap->values[i]);
                 buf_puts(b, "}");
         }
         buf_puts(b, "]}}\n");
+        pod_map_unref(pods);
         snapshot_unref(snap);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
@@ -438,7 +462,7 @@ static bool matrix_produce(void *cls, struct buf *out) {
                 struct history_series *sr = &m->res->series[m->series];
                 if (m->point == 0) {
                         buf_puts(out, m->series ? ",{\"metric\":" : "{\"metric\":");
-                        json_series_labels(out, &sr->desc);
+                        json_series_labels(out, &sr->desc, NULL);
                         buf_puts(out, ",\"values\":[");
                 }
                 for (; m->point < sr->n_points && out->len < STREAM_PIECE_BYTES; m->point++) {
@@ -535,7 +559,7 @@ void api_series(const struct web_context *ctx, const struct web_request *req, st
         int metric = -1;
 
         for (size_t i = 0; i < n; i++) {
-                int r = check_filter_param(params, i, &metric, reply);
+                int r = check_filter_param(params, i, false, &metric, reply);
                 if (r < 0)
                         return;
                 if (r > 0)
@@ -560,10 +584,80 @@ void api_series(const struct web_context *ctx, const struct web_request *req, st
         for (size_t i = 0; i < count; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_series_labels(b, &list[i]);
+                json_series_labels(b, &list[i], NULL);
         }
         buf_puts(b, "]}\n");
         free(list);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+/* The indexes whose holder in lookup (n entries) is holder, as a JSON
+ * array. */
+static void json_held(struct buf *b, const long *lookup, size_t n, long holder) {
+        buf_puts(b, "[");
+        for (size_t i = 0, k = 0; i < n; i++)
+                if (lookup[i] == holder)
+                        buf_printf(b, "%s%zu", k++ ? "," : "", i);
+        buf_puts(b, "]");
+}
+
+/* A grant list of one unit, as a JSON array of indexes. */
+static void json_assigned(struct buf *b, const struct pod_map *m, size_t holder, enum pod_unit unit) {
+        buf_puts(b, "[");
+        for (size_t i = 0, k = 0; i < m->n_grants; i++)
+                if (m->grants[i].holder == holder && m->grants[i].unit == unit)
+                        buf_printf(b, "%s%u", k++ ? "," : "", m->grants[i].index);
+        buf_puts(b, "]");
+}
+
+void api_pods(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        struct buf *b = &reply->body;
+
+        if (reject_params(req, reply))
+                return;
+        struct pod_map *m = pod_slot_get(ctx->pods);
+        const char *state = !ctx->pods ? "off" : !m ? "starting" : m->error ? "error" : "ok";
+        buf_printf(b, "{\"status\":\"success\",\"data\":{\"state\":\"%s\",\"socket\":", state);
+        if (ctx->pods)
+                json_string(b, ctx->pod_resources_socket);
+        else
+                buf_puts(b, "null");
+        if (m && m->error) {
+                buf_puts(b, ",\"error\":");
+                json_string(b, m->error_text);
+        }
+        buf_puts(b, ",\"asked\":");
+        if (m && m->asked_ms)
+                json_time(b, m->asked_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"answered\":");
+        if (m && m->answered_ms)
+                json_time(b, m->answered_ms);
+        else
+                buf_puts(b, "null");
+        buf_printf(b, ",\"unmapped_ids\":%zu,\"containers\":[", m ? m->bad_ids : 0);
+        for (size_t h = 0; m && h < m->n_holders; h++) {
+                const struct pod_holder *holder = &m->holders[h];
+                buf_puts(b, h ? ",{\"namespace\":" : "{\"namespace\":");
+                json_string(b, holder->namespace);
+                buf_puts(b, ",\"pod\":");
+                json_string(b, holder->pod);
+                buf_puts(b, ",\"container\":");
+                json_string(b, holder->container);
+                buf_puts(b, ",\"neuroncores\":");
+                json_held(b, m->core_holder, m->n_core_holders, (long) h);
+                buf_puts(b, ",\"neuron_devices\":");
+                json_held(b, m->device_holder, m->n_device_holders, (long) h);
+                buf_puts(b, ",\"assigned\":{\"neuroncores\":");
+                json_assigned(b, m, h, POD_UNIT_CORE);
+                buf_puts(b, ",\"neuron_devices\":");
+                json_assigned(b, m, h, POD_UNIT_DEVICE);
+                buf_puts(b, "}}");
+        }
+        buf_puts(b, "]}}\n");
+        pod_map_unref(m);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }

@@ -15,7 +15,9 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
 /* /api/v1/devices/{index}: one device and its current values; the index
  * is the last segment of req->path. */
 void api_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
-/* /api/v1/latest: every current value, filtered by metric= and labels. */
+/* /api/v1/latest: every current value, filtered by metric= and labels;
+ * the series of held cores and devices carry pod, namespace and container
+ * labels, which filter too. */
 void api_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/query_range: stored history (web/params.h for the parameters).
  * Runs on a query worker thread, after api_query_range_admit. */
@@ -27,6 +29,9 @@ void api_query_range(const struct web_context *ctx, const struct web_request *re
 void api_query_range_admit(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/series: every stored series' labels, filtered by metric= and labels. */
 void api_series(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/pods: which Kubernetes containers hold which NeuronCores and
+ * devices, as the kubelet last answered, and whether it answers. */
+void api_pods(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/status: version, backend, interval, uptime, store and collectors. */
 void api_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/runtimes: the Neuron runtimes and the cores each holds. */

@@ -13,6 +13,7 @@
 #include "lib/faults.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "web/auth.h"
 #include "web/expo.h"
@@ -24,12 +25,14 @@ struct web_context {
         bool instance_labels;        /* the instance labels on every series of /metrics */
         struct expo_self self;
         struct snapshot_slot *latest;
-        struct history history;      /* stored history; ops NULL when there is none */
-        int64_t interval_ms;         /* simulated time between ticks */
-        double time_scale;           /* simulated seconds per wall second */
-        int64_t started_ms;          /* Unix ms when the daemon started */
-        bool admin;                  /* serve the admin endpoint (web/admin.h) */
-        struct fault_control faults; /* what it injects faults into; ops NULL when the backend cannot */
+        struct pod_slot *pods;            /* who holds which cores and devices; NULL when pod_labels is off */
+        const char *pod_resources_socket; /* where the kubelet is asked */
+        struct history history;           /* stored history; ops NULL when there is none */
+        int64_t interval_ms;              /* simulated time between ticks */
+        double time_scale;                /* simulated seconds per wall second */
+        int64_t started_ms;               /* Unix ms when the daemon started */
+        bool admin;                       /* serve the admin endpoint (web/admin.h) */
+        struct fault_control faults;      /* what it injects faults into; ops NULL when the backend cannot */
 
         /* Security and limits. Numbers left at 0 and strings left NULL or ""
          * take the defaults in web/http.h. */

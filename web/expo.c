@@ -20,6 +20,12 @@ struct expo_family {
         size_t header_len[2];
 };
 
+/* Where a series is, for the pod labels of its core or device. */
+struct expo_place {
+        enum pod_place place;
+        unsigned device, core;
+};
+
 struct expo {
         char *info[2]; /* instance_info and neuron_hardware_info per accept_format, or NULL */
         size_t info_len[2];
@@ -27,8 +33,9 @@ struct expo {
         size_t *order;   /* series indexes grouped by family */
         char **prefixes; /* per series: `name{labels} ` */
         size_t *prefix_lens;
-        size_t prefix_total; /* sum of prefix_lens, to reserve the output once */
-        size_t header_total; /* sum of the longer header of each family */
+        struct expo_place *places; /* per series */
+        size_t prefix_total;       /* sum of prefix_lens, to reserve the output once */
+        size_t header_total;       /* sum of the longer header of each family */
         size_t n_families;
         struct expo_family families[METRIC__COUNT];
 };
@@ -132,6 +139,7 @@ void expo_free(struct expo *e) {
         free(e->info[1]);
         free(e->prefixes);
         free(e->prefix_lens);
+        free(e->places);
         free(e->order);
         free(e);
 }
@@ -224,7 +232,8 @@ int expo_new_with(const struct series_desc *series, size_t n, const struct expo_
         e->order = calloc(n ? n : 1, sizeof(*e->order));
         e->prefixes = calloc(n ? n : 1, sizeof(*e->prefixes));
         e->prefix_lens = calloc(n ? n : 1, sizeof(*e->prefix_lens));
-        if (!e->order || !e->prefixes || !e->prefix_lens)
+        e->places = calloc(n ? n : 1, sizeof(*e->places));
+        if (!e->order || !e->prefixes || !e->prefix_lens || !e->places)
                 goto fail;
 
         /* Counting sort by family keeps each family's series in inventory order. */
@@ -283,6 +292,8 @@ int expo_new_with(const struct series_desc *series, size_t n, const struct expo_
                 e->prefixes[i] = b.data;
                 e->prefix_lens[i] = b.len;
                 e->prefix_total += b.len;
+                struct expo_place *p = &e->places[i];
+                p->place = pod_series_place(&series[i], &p->device, &p->core);
         }
         for (int f = ACCEPT_TEXT; instance && f <= ACCEPT_OPENMETRICS; f++) {
                 struct buf b = { 0 };
@@ -441,15 +452,40 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
 }
 
-/* The series, which depend only on the snapshot. */
-static void render_series(const struct expo *e, const struct snapshot *snap, enum accept_format format,
-                          struct buf *out) {
+/* The container holding series i's core or device in pods, or NULL. */
+static const struct pod_holder *series_holder(const struct expo *e, size_t i, const struct pod_map *pods) {
+        const struct expo_place *p = &e->places[i];
+
+        if (p->place == POD_PLACE_CORE)
+                return pod_map_core_holder(pods, p->core);
+        if (p->place == POD_PLACE_DEVICE)
+                return pod_map_device_holder(pods, p->device);
+        return NULL;
+}
+
+/* Series i's prefix with holder's pod labels after its own: a placed
+ * series has labels, so its prefix ends in "} ". */
+static void held_prefix(struct buf *out, const struct expo *e, size_t i, const struct pod_holder *holder) {
+        buf_append(out, e->prefixes[i], e->prefix_lens[i] - 2);
+        for (size_t l = 0; l < POD_LABELS; l++) {
+                buf_puts(out, ",");
+                buf_puts(out, pod_label_names[l]);
+                buf_puts(out, "=\"");
+                expo_escape_label_value(out, pod_holder_label(holder, l));
+                buf_puts(out, "\"");
+        }
+        buf_puts(out, "} ");
+}
+
+/* The series, which depend only on the snapshot and pods. */
+static void render_series(const struct expo *e, const struct snapshot *snap, const struct pod_map *pods,
+                          enum accept_format format, struct buf *out) {
         int f = format == ACCEPT_OPENMETRICS ? ACCEPT_OPENMETRICS : ACCEPT_TEXT;
 
         if (!e || !snap || snap->n != e->n_series)
                 return;
         /* Names and labels are known; a value takes at most 24 bytes. One
-         * reservation, no regrowth. */
+         * reservation, no regrowth but for the pod labels of held series. */
         buf_reserve(out, e->prefix_total + e->n_series * 25 + e->header_total + e->info_len[f]);
         if (e->info[f])
                 buf_append(out, e->info[f], e->info_len[f]);
@@ -460,18 +496,27 @@ static void render_series(const struct expo *e, const struct snapshot *snap, enu
                         size_t i = e->order[j];
                         if (!snap->valid[i])
                                 continue;
-                        buf_append(out, e->prefixes[i], e->prefix_lens[i]);
+                        const struct pod_holder *holder = pods ? series_holder(e, i, pods) : NULL;
+                        if (holder)
+                                held_prefix(out, e, i, holder);
+                        else
+                                buf_append(out, e->prefixes[i], e->prefix_lens[i]);
                         buf_double(out, snap->values[i]);
                         buf_append(out, "\n", 1);
                 }
         }
 }
 
-void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
-                 enum accept_format format, struct buf *out) {
-        render_series(e, snap, format, out);
+void expo_render_with_pods(const struct expo *e, const struct snapshot *snap, const struct pod_map *pods,
+                           const struct expo_self *self, enum accept_format format, struct buf *out) {
+        render_series(e, snap, pods, format, out);
         buf_reserve(out, 4096);
         render_self(snap, self, format, out);
         if (format == ACCEPT_OPENMETRICS)
                 buf_puts(out, "# EOF\n");
+}
+
+void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
+                 enum accept_format format, struct buf *out) {
+        expo_render_with_pods(e, snap, NULL, self, format, out);
 }

@@ -17,6 +17,7 @@
 #include "lib/forward.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
+#include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "web/accept.h"
 
@@ -75,6 +76,12 @@ void expo_free(struct expo *e); /* NULL-safe */
  * labels with empty values. OpenMetrics output ends with "# EOF". */
 void expo_render(const struct expo *e, const struct snapshot *snap, const struct expo_self *self,
                  enum accept_format format, struct buf *out);
+
+/* expo_render(), with the pod, namespace and container labels of the
+ * container that holds a series' core or device in pods (NULL: none, as
+ * expo_render()) after the series' own labels. */
+void expo_render_with_pods(const struct expo *e, const struct snapshot *snap, const struct pod_map *pods,
+                           const struct expo_self *self, enum accept_format format, struct buf *out);
 
 /* Appends a label value escaped for both formats (\\, \" and \n). */
 void expo_escape_label_value(struct buf *out, const char *value);

@@ -10,7 +10,7 @@
 #include "web/gzip.h"
 #include "web/scrape.h"
 
-/* One tick's /metrics in one format and encoding: the body and the
+/* One tick's /metrics for one pod map in one format and encoding: the body and the
  * libmicrohttpd response that sends it, headers and all. libmicrohttpd
  * sends the body from this buffer (no copy) and counts the connections
  * it is queued on; the body is freed when the last of them is done and
@@ -18,6 +18,7 @@
 struct rendered {
         atomic_int refs; /* the cache's and the scrapes' between lookup and queueing */
         uint64_t tick;
+        struct pod_map *pods; /* a reference, so that no other map takes its address */
         struct buf body;
         struct MHD_Response *response;
 };
@@ -47,6 +48,7 @@ static void shared_expo_unref(struct shared_expo *x) {
 
 static void rendered_unref(struct rendered *r) {
         if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+                pod_map_unref(r->pods);
                 if (r->response)
                         MHD_destroy_response(r->response); /* the body goes with its last connection */
                 else
@@ -84,11 +86,13 @@ void scrape_cache_free(struct scrape_cache *cache) {
         free(cache);
 }
 
-/* A reference to the cached rendering of tick for (format, gzip), or NULL. */
-static struct rendered *cache_get(struct scrape_cache *cache, uint64_t tick, enum accept_format format, bool gzip) {
+/* A reference to the cached rendering of tick and pods for (format, gzip),
+ * or NULL. */
+static struct rendered *cache_get(struct scrape_cache *cache, uint64_t tick, const struct pod_map *pods,
+                                  enum accept_format format, bool gzip) {
         pthread_mutex_lock(&cache->lock);
         struct rendered *r = cache->slot[format][gzip];
-        if (r && r->tick == tick)
+        if (r && r->tick == tick && r->pods == pods)
                 atomic_fetch_add(&r->refs, 1);
         else
                 r = NULL;
@@ -96,13 +100,13 @@ static struct rendered *cache_get(struct scrape_cache *cache, uint64_t tick, enu
         return r;
 }
 
-/* Makes r the cached rendering of its slot (unless a newer tick's is),
- * keeping the caller's reference. */
+/* Makes r the cached rendering of its slot (unless a newer tick's is; at
+ * the same tick, a new pod map), keeping the caller's reference. */
 static void cache_put(struct scrape_cache *cache, struct rendered *r, enum accept_format format, bool gzip) {
         struct rendered *old = NULL;
         pthread_mutex_lock(&cache->lock);
         struct rendered **slot = &cache->slot[format][gzip];
-        if (!*slot || (*slot)->tick < r->tick) {
+        if (!*slot || (*slot)->tick <= r->tick) {
                 old = *slot;
                 atomic_fetch_add(&r->refs, 1);
                 *slot = r;
@@ -150,7 +154,7 @@ static struct shared_expo *cached_expo(struct scrape_cache *cache, const struct 
 }
 
 /* The response for body, with every header a /metrics answer carries. */
-static struct rendered *finish(const struct web_context *ctx, uint64_t tick, struct buf *body,
+static struct rendered *finish(const struct web_context *ctx, uint64_t tick, struct pod_map *pods, struct buf *body,
                                enum accept_format format, bool gzip) {
         struct rendered *r = calloc(1, sizeof(*r));
         if (!r || body->failed) {
@@ -160,6 +164,7 @@ static struct rendered *finish(const struct web_context *ctx, uint64_t tick, str
         }
         atomic_init(&r->refs, 1);
         r->tick = tick;
+        r->pods = pod_map_ref(pods);
         r->body = *body;
         *body = (struct buf){ 0 };
         r->response = MHD_create_response_from_buffer_with_free_callback_cls(r->body.len, r->body.data, body_free,
@@ -177,28 +182,29 @@ static struct rendered *finish(const struct web_context *ctx, uint64_t tick, str
         return r;
 }
 
-/* The rendering of snap for (format, gzip): cached, or made now. Scrapes
+/* The rendering of snap and pods for (format, gzip): cached, or made now. Scrapes
  * of one format wait for the one rendering it; the compressed body is the
  * plain one compressed, in one gzip stream. NULL when out of memory. */
 static struct rendered *rendering(struct scrape_cache *cache, const struct web_context *ctx,
-                                  const struct snapshot *snap, enum accept_format format, bool gzip) {
+                                  const struct snapshot *snap, struct pod_map *pods, enum accept_format format,
+                                  bool gzip) {
         uint64_t tick = snap ? snap->tick : 0; /* before the first tick: neurond's own metrics only */
-        struct rendered *r = cache_get(cache, tick, format, gzip), *plain = NULL;
+        struct rendered *r = cache_get(cache, tick, pods, format, gzip), *plain = NULL;
         if (r)
                 return r;
         pthread_mutex_lock(&cache->render[format]);
-        r = cache_get(cache, tick, format, gzip);
+        r = cache_get(cache, tick, pods, format, gzip);
         if (!r)
-                plain = cache_get(cache, tick, format, false);
+                plain = cache_get(cache, tick, pods, format, false);
         if (!r && !plain) {
                 struct buf body = { 0 };
                 struct shared_expo *x = snap && snap->set ? cached_expo(cache, ctx, snap->set) : NULL;
                 if (snap && snap->set && !x)
                         body.failed = true;
                 else
-                        expo_render(x ? x->expo : NULL, snap, &ctx->self, format, &body);
+                        expo_render_with_pods(x ? x->expo : NULL, snap, pods, &ctx->self, format, &body);
                 shared_expo_unref(x);
-                plain = finish(ctx, tick, &body, format, false);
+                plain = finish(ctx, tick, pods, &body, format, false);
                 if (plain)
                         cache_put(cache, plain, format, false);
         }
@@ -206,7 +212,7 @@ static struct rendered *rendering(struct scrape_cache *cache, const struct web_c
                 struct buf z = { 0 };
                 if (gzip_encode(&plain->body, &z) < 0)
                         z.failed = true;
-                r = finish(ctx, tick, &z, format, true);
+                r = finish(ctx, tick, pods, &z, format, true);
                 if (r)
                         cache_put(cache, r, format, true);
                 rendered_unref(plain);
@@ -227,8 +233,10 @@ void scrape_serve(const struct web_context *ctx, const struct web_request *req, 
         bool gzip =
                 accept_gzip(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
-        struct rendered *r = rendering(req->scrape, ctx, snap, format, gzip);
+        struct pod_map *pods = pod_slot_get(ctx->pods);
+        struct rendered *r = rendering(req->scrape, ctx, snap, pods, format, gzip);
 
+        pod_map_unref(pods);
         snapshot_unref(snap);
         if (!r) {
                 reply_error(reply, 500, "internal", "out of memory");

@@ -1,10 +1,11 @@
 /* /metrics: the latest tick in the format the client prefers. The whole
  * page, neurond's own metrics included (as of the tick), is rendered once
- * per tick and format, compressed once into one gzip stream for clients
- * that accept it, and every scrape of that tick is sent the same
- * libmicrohttpd response, without copying; the exposition is prepared once
- * per series set (a new one when runtimes start or exit). Thread safe: scrapes run on any
- * of the server's threads at once. */
+ * per tick, pod map (who holds the cores and devices) and format,
+ * compressed once into one gzip stream for clients that accept it, and
+ * every scrape of those is sent the same libmicrohttpd response, without
+ * copying; the exposition is prepared once per series set (a new one when
+ * runtimes start or exit). Thread safe: scrapes run on any of the server's
+ * threads at once. */
 #pragma once
 
 #include "web/reply.h"

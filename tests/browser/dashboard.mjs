@@ -4,13 +4,14 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDaemon, instances, launch, tempDir, cleanup, getJSON } from './lib.mjs';
+import { startDaemon, startKubelet, instances, launch, tempDir, cleanup, getJSON } from './lib.mjs';
 
 const shots = process.env.SCREENSHOT_DIR || 'screenshots';
 mkdirSync(shots, { recursive: true });
 const work = tempDir('neurond-browser-');
 const problems = [];
 let daemon = null;
+let kubelet = null;
 let ctx = null;
 let step = 'start';
 
@@ -32,7 +33,15 @@ async function main() {
   // Mixed jobs (some devices idle with memory held), the memory categories and
   // one device down: every state the page draws differently is on screen.
   const backend = 'model:trn1.32xlarge,scenario=mixed,memory_categories=on,fault=device_down:9';
-  daemon = await startDaemon({ backend, db: join(work, 'a.db') });
+  // A kubelet that gave cores 0-3 to one container, neuron5 to another and
+  // neuron12, which the mixed scenario keeps idle, to a third.
+  kubelet = await startKubelet(work, [
+    { namespace: 'ml', name: 'train-0', containers: [{ name: 'worker', devices: [{ resource: 'aws.amazon.com/neuroncore', ids: ['0', '1', '2', '3'] }] }] },
+    { namespace: 'serve', name: 'infer-0', containers: [{ name: 'server', devices: [{ resource: 'aws.amazon.com/neuron', ids: ['5'] }] }] },
+    { namespace: 'batch', name: 'hold-0', containers: [{ name: 'main', devices: [{ resource: 'aws.amazon.com/neurondevice', ids: ['12'] }] }] },
+  ]);
+  const extra = ['--pod-resources-socket', kubelet.socket];
+  daemon = await startDaemon({ backend, db: join(work, 'a.db'), extra });
   const api = daemon.url;
   const inv = await getJSON(`${api}api/v1/devices`);
   const nCores = inv.devices.reduce((n, d) => n + d.cores, 0);
@@ -58,6 +67,20 @@ async function main() {
   const held = await page.$$eval('.tile', (ts) => ts.find((t) => t.querySelector('dt').textContent === 'Idle, memory held').querySelector('dd').firstChild.textContent);
   assert.ok(Number(held) > 0, `idle cores holding memory are counted (${held})`);
   await shot(page, 'trn1.32xlarge-overview-light');
+
+  step = 'pods';
+  await page.waitForFunction(() => document.querySelectorAll('#pods tbody tr').length === 3, null, { timeout: 20000 });
+  assert.ok(await page.isVisible('#pods-card'), 'the pods card is shown');
+  assert.match(await page.textContent('#pods-note'), /^3 containers hold NeuronCores or devices/);
+  const pods = await page.$$eval('#pods tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(pods.map((r) => r.slice(0, 5)), [['ml', 'train-0', 'worker', '0-3', 'neuron0, neuron1'],
+    ['serve', 'infer-0', 'server', '10-11', 'neuron5'], ['batch', 'hold-0', 'main', '24-25', 'neuron12']]);
+  assert.doesNotMatch(pods[1][5], /idle/, 'a busy container is not idle');
+  assert.match(pods[2][5], /^idle /, 'a container whose cores are idle is shown idle');
+  await page.focus('#heatmap');
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => /pod ml\/train-0 · worker/.test(document.getElementById('tip').textContent), null, { timeout: 10000 });
+  await page.locator('#pods-card').screenshot({ path: join(shots, 'trn1.32xlarge-pods.png') });
 
   step = 'value matches /api/v1/latest';
   const target = inv.devices[3].first_core + 1;   // second core of neuron3
@@ -186,7 +209,7 @@ async function main() {
   await page.screenshot({ path: join(shots, 'trn1.32xlarge-unreachable.png') });
 
   step = 'recovery on restart';
-  daemon = await startDaemon({ backend, db: join(work, 'a.db'), port });
+  daemon = await startDaemon({ backend, db: join(work, 'a.db'), port, extra });
   await state(page, 'live');
   assert.ok(await page.isHidden('#banner'), 'banner gone after recovery');
   await loaded(page, 'live');
@@ -228,6 +251,7 @@ try {
 } finally {
   if (ctx) await ctx.close().catch(() => {});
   if (daemon) await daemon.stop();
+  if (kubelet) await kubelet.stop();
   cleanup(work);
 }
 process.exit(failed ? 1 : 0);

@@ -2,7 +2,7 @@
 // on 127.0.0.1 (port 0 unless given), stop it, and launch headless Chromium.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -71,6 +71,24 @@ export async function launch(profile, opts = {}) {
     viewport: { width: 1440, height: 1000 },
     ...opts,
   });
+}
+
+// The test suite's kubelet (tests/integration/fake-kubelet.py, a gRPC
+// server) on dir/kubelet.sock, answering with pods (its STATE's "pods").
+// Resolves to { socket, stop() } once it listens.
+export async function startKubelet(dir, pods) {
+  const top = env('top_srcdir');
+  const socket = join(dir, 'kubelet.sock');
+  writeFileSync(join(dir, 'pods.json'), JSON.stringify({ pods }));
+  const proc = spawn('/usr/bin/python3', [join(top, 'tests/integration/fake-kubelet.py'), join(top, 'kube/podresources.proto'),
+    socket, join(dir, 'pods.json'), join(dir, 'calls')], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  for (let i = 0; i < 300 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 100));
+  if (!existsSync(socket)) {
+    proc.kill('SIGKILL');
+    throw new Error('the fake kubelet did not listen');
+  }
+  return { socket, async stop() { proc.kill('SIGTERM'); await exited; } };
 }
 
 export function cleanup(dir) {

@@ -19,8 +19,8 @@ fi
 
 # The source directories only: a build tree may sit inside the source tree
 # (make distcheck puts one in _build/), node_modules is not ours, and
-# protoc-c's output (*.pb-c.[ch], in the build tree) is not written by hand.
-files=$(find lib collectors daemon storage web remote tests bench -name node_modules -prune -o \
+# protoc-c's output (kube/ and remote/prompb/*.pb-c.[ch]) is not written by hand.
+files=$(find lib collectors kube daemon storage web remote tests bench -name node_modules -prune -o \
   -type f \( -name '*.c' -o -name '*.h' \) ! -name '*.pb-c.[ch]' -print 2>/dev/null | LC_ALL=C sort)
 if [ -z "$files" ]; then
   echo "no C sources found under $top_srcdir"

@@ -18,7 +18,8 @@
 # HTTP          http PATH [CURL-ARGS...] | http_status PATH [CURL-ARGS...]
 #               metric_value SERIES | healthz_tick | stable_metrics | free_port
 # Fixtures      make_tls_cert | make_users_file FILE USER PASSWORD [COST]
-#               mount_small_tmpfs SIZE | enter_mount_namespace
+#               mount_small_tmpfs SIZE | enter_mount_namespace [net] | install_into DESTDIR
+#               pod_ready PID
 
 set -eu
 
@@ -39,7 +40,6 @@ DAEMON_LOG=
 PORT=
 URL=
 HELPER_PIDS=
-SMALL_TMPFS=
 WRAPPERS=0
 
 # At exit: daemons still running are killed, and fail a test that would
@@ -59,7 +59,13 @@ cleanup() {
   done
   for _pid in $HELPER_PIDS; do kill -TERM "$_pid" 2>/dev/null || true; done
   for _pid in $HELPER_PIDS; do wait "$_pid" 2>/dev/null || true; done
-  [ -z "$SMALL_TMPFS" ] || umount "$SMALL_TMPFS" 2>/dev/null || true
+  # A test in a mount namespace of its own: what it mounted below
+  # $TEST_TMP goes first, deepest first (a read-only bind is not emptied).
+  if [ -n "${NEUROND_TEST_NS:-}" ]; then
+    findmnt -rn -o TARGET | grep "^$TEST_TMP/" | sort -r | while read -r _mount; do
+      umount -l "$_mount" 2>/dev/null || true
+    done
+  fi
   rm -rf "$TEST_TMP"
   exit "$_status"
 }
@@ -349,14 +355,42 @@ make_users_file() {
   printf '%s:%s\n' "$2" "$_hash" >"$1"
 }
 
-# enter_mount_namespace: re-runs the test from its start (what came
+# install_into DESTDIR: `make install DESTDIR=DESTDIR` of the build tree
+# (top_builddir), as a package or an image recipe runs it; its output goes
+# to DESTDIR.log. A make of its own, not the one running the tests.
+install_into() {
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "${MAKE:-make}" -C "${top_builddir:?run through make check}" install \
+    DESTDIR="$1" >"$1.log" 2>&1 || fail "make install DESTDIR=$1: $(tail -n 20 "$1.log")"
+}
+
+# pod_ready PID: tests/integration/kube-pod.py, started in the background
+# as PID with WORK $TEST_TMP/pod, passed its probes; fails the test when
+# it exited instead.
+pod_ready() {
+  [ ! -f "$TEST_TMP/pod/ready" ] || return 0
+  ! kill -0 "$1" 2>/dev/null || return 1
+  _status=0
+  wait_helper "$1" || _status=$?
+  fail "the pod exited with status $_status before it was ready"
+}
+
+# enter_mount_namespace [net]: re-runs the test from its start (what came
 # before runs twice: call this first) in a private mount namespace, so
-# that its mounts are its own; skips where that is not allowed.
+# that its mounts are its own; with net, in a network namespace of its own
+# too, where only loopback is up (ports are its own); skips where that is
+# not allowed.
 enter_mount_namespace() {
-  [ -z "${NEUROND_TEST_NS:-}" ] || return 0
-  unshare --mount true 2>/dev/null || skip "cannot make a mount namespace"
+  if [ -n "${NEUROND_TEST_NS:-}" ]; then
+    [ "${1:-}" != net ] || ip link set lo up || fail "cannot bring up loopback in the network namespace"
+    return 0
+  fi
+  _unshare=--mount
+  [ "${1:-}" != net ] || _unshare="--mount --net"
+  # shellcheck disable=SC2086
+  unshare $_unshare true 2>/dev/null || skip "cannot make namespaces ($_unshare)"
   rm -rf "$TEST_TMP"
-  NEUROND_TEST_NS=1 exec unshare --mount --propagation private sh "$0"
+  # shellcheck disable=SC2086
+  NEUROND_TEST_NS=1 exec unshare $_unshare --propagation private sh "$0"
 }
 
 # mount_small_tmpfs SIZE: enter_mount_namespace, then a tmpfs of SIZE at
@@ -365,5 +399,4 @@ mount_small_tmpfs() {
   enter_mount_namespace
   mkdir "$TEST_TMP/small"
   mount -t tmpfs -o "size=$1" tmpfs "$TEST_TMP/small" || skip "cannot mount a tmpfs"
-  SMALL_TMPFS=$TEST_TMP/small
 }

@@ -344,6 +344,78 @@ static void not_found__other_api_paths__json_404(void **state) {
         expect(f, "/api/v1/status/x", 404, NULL);
 }
 
+static void pods__off__state_off_and_no_pod_filters(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/pods", 200,
+               "{\"status\":\"success\",\"data\":{\"state\":\"off\",\"socket\":null,\"asked\":null,"
+               "\"answered\":null,\"unmapped_ids\":0,\"containers\":[]}}",
+               NULL);
+        expect(f, "/api/v1/latest?pod=train-0", 400, "parameter 'pod': not a parameter nor a label", NULL);
+        expect(f, "/api/v1/pods?pod=train-0", 400, "this endpoint takes no parameters", NULL);
+}
+
+/* A pod slot with one refresh: core 2, the only one of device 1 in the
+ * fixture, held by ml/train-0/worker. */
+static void publish_train_0(struct web_fixture *f, int error) {
+        struct pod_core *cores;
+        size_t n_cores;
+        struct pod_map *m = pod_map_new();
+
+        assert_int_equal(pod_cores_from_series(f->inv.series, f->inv.n_series, &cores, &n_cores), 0);
+        assert_int_equal(n_cores, 2);
+        pod_map_add(m, "ml", "train-0", "worker", "aws.amazon.com/neuroncore", "2");
+        pod_map_add(m, "ml", "train-0", "worker", "aws.amazon.com/neuroncore", "core-0");
+        m->asked_ms = FIXTURE_TICK_MS;
+        m->answered_ms = FIXTURE_TICK_MS - (error ? 1000 : 0);
+        m->error = error;
+        if (error)
+                snprintf(m->error_text, sizeof(m->error_text), "the kubelet is slow");
+        assert_int_equal(pod_map_index(m, cores, n_cores), 0);
+        free(cores);
+        pod_slot_publish(&f->pods, m);
+        f->ctx.pods = &f->pods;
+        f->ctx.pod_resources_socket = "/run/kubelet.sock";
+}
+
+static void pods__held_core__listed_and_labelled(void **state) {
+        struct web_fixture *f = *state;
+
+        publish_train_0(f, 0);
+        expect(f, "/api/v1/pods", 200,
+               "{\"status\":\"success\",\"data\":{\"state\":\"ok\",\"socket\":\"/run/kubelet.sock\","
+               "\"asked\":1700000000.250,\"answered\":1700000000.250,\"unmapped_ids\":1,\"containers\":["
+               "{\"namespace\":\"ml\",\"pod\":\"train-0\",\"container\":\"worker\",\"neuroncores\":[2],"
+               "\"neuron_devices\":[1],\"assigned\":{\"neuroncores\":[2],\"neuron_devices\":[]}}]}}",
+               NULL);
+        /* The core's series and its device's (its only core is held). */
+        expect(f, "/api/v1/latest?pod=train-0&namespace=ml", 200,
+               "{\"metric\":{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"1\",\"pod\":\"train-0\","
+               "\"namespace\":\"ml\",\"container\":\"worker\"}",
+               "{\"metric\":{\"__name__\":\"neuroncore_utilization_ratio\",\"neuron_device\":\"1\","
+               "\"neuroncore\":\"2\",\"pod\":\"train-0\",\"namespace\":\"ml\",\"container\":\"worker\"}",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/latest?pod=train-0", "{\"metric\":"), 2);
+        assert_int_equal(count_in(f, "/api/v1/latest?container=sidecar", "{\"metric\":"), 0);
+        /* Unheld: no pod labels at all, not empty ones. */
+        assert_int_equal(count_in(f, "/api/v1/latest?neuron_device=0", "\"pod\""), 0);
+        assert_int_equal(count_in(f, "/api/v1/latest", "\"pod\":\"train-0\""), 2);
+        expect(f, "/api/v1/devices/1", 200, "\"neuroncore\":\"2\",\"pod\":\"train-0\"", NULL);
+        /* Stored history has no pod labels to filter by. */
+        expect(f, "/api/v1/series?pod=train-0", 400, "parameter 'pod': not a parameter nor a label", NULL);
+}
+
+static void pods__kubelet_failing__error_with_the_last_answer(void **state) {
+        struct web_fixture *f = *state;
+
+        publish_train_0(f, -ETIMEDOUT);
+        expect(f, "/api/v1/pods", 200,
+               "\"state\":\"error\",\"socket\":\"/run/kubelet.sock\","
+               "\"error\":\"the kubelet is slow\",\"asked\":1700000000.250,\"answered\":1699999999.250,",
+               NULL);
+        assert_int_equal(count_in(f, "/api/v1/latest?pod=train-0", "{\"metric\":"), 2);
+}
+
 #define SERVED(t) cmocka_unit_test_setup_teardown(t, fixture_setup, fixture_teardown)
 
 int main(void) {
@@ -367,6 +439,9 @@ int main(void) {
                 SERVED(runtimes__latest_tick__each_with_its_cores),
                 SERVED(latest__runtime_series__labels_without_empty_values),
                 SERVED(not_found__other_api_paths__json_404),
+                SERVED(pods__off__state_off_and_no_pod_filters),
+                SERVED(pods__held_core__listed_and_labelled),
+                SERVED(pods__kubelet_failing__error_with_the_last_answer),
         };
         return cmocka_run_group_tests_name("api", tests, NULL, NULL);
 }

@@ -404,6 +404,57 @@ static void expo_render__remote_write__counters_per_endpoint(void **state) {
         expo_free(e);
 }
 
+static void expo_render_with_pods__held_core_and_device__pod_labels_after_their_own(void **state) {
+        /* Device 0 (cores 0 and 1) went to one container whole; core 2 of
+         * device 1 to another; core 3 nobody holds. */
+        const struct series_desc series[] = {
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "0", "1" } },
+                { .metric = METRIC_DEVICE_MEMORY_TOTAL, .label_values = { "0" } },
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "1", "2" } },
+                { .metric = METRIC_CORE_UTILIZATION, .label_values = { "1", "3" } },
+                { .metric = METRIC_DEVICE_MEMORY_TOTAL, .label_values = { "1" } },
+        };
+        const struct pod_core cores[] = { { 0, 0 }, { 0, 1 }, { 1, 2 }, { 1, 3 } };
+        struct pod_map *pods = pod_map_new();
+        struct expo *e = NULL;
+        struct snapshot *snap = snapshot_new(5);
+        struct buf out = { 0 };
+        (void) state;
+
+        assert_int_equal(pod_map_add(pods, "ml", "train-0", "worker", "aws.amazon.com/neuron", "0"), 1);
+        assert_int_equal(pod_map_add(pods, "serve", "infer-0", "server", "aws.amazon.com/neuroncore", "2"), 1);
+        assert_int_equal(pod_map_index(pods, cores, 4), 0);
+        assert_int_equal(expo_new(series, 5, &e), 0);
+        for (size_t i = 0; i < 5; i++) {
+                snap->values[i] = 0;
+                snap->valid[i] = 1;
+        }
+        expo_render_with_pods(e, snap, pods, &self, ACCEPT_TEXT, &out);
+        buf_append(&out, "", 1);
+        assert_false(out.failed);
+        assert_non_null(strstr(out.data,
+                               "neuroncore_utilization_ratio{neuron_device=\"0\",neuroncore=\"1\",pod=\"train-0\","
+                               "namespace=\"ml\",container=\"worker\"} 0\n"));
+        assert_non_null(strstr(out.data, "neuron_device_memory_total_bytes{neuron_device=\"0\",pod=\"train-0\","
+                                         "namespace=\"ml\",container=\"worker\"} 0\n"));
+        assert_non_null(strstr(out.data,
+                               "neuroncore_utilization_ratio{neuron_device=\"1\",neuroncore=\"2\",pod=\"infer-0\","
+                               "namespace=\"serve\",container=\"server\"} 0\n"));
+        /* Unheld, and a device only half held: no pod labels at all. */
+        assert_non_null(strstr(out.data, "neuroncore_utilization_ratio{neuron_device=\"1\",neuroncore=\"3\"} 0\n"));
+        assert_non_null(strstr(out.data, "neuron_device_memory_total_bytes{neuron_device=\"1\"} 0\n"));
+        buf_free(&out);
+
+        /* Without a pod map, none. */
+        expo_render_with_pods(e, snap, NULL, &self, ACCEPT_TEXT, &out);
+        buf_append(&out, "", 1);
+        assert_null(strstr(out.data, "pod="));
+        buf_free(&out);
+        snapshot_unref(snap);
+        expo_free(e);
+        pod_map_unref(pods);
+}
+
 static void expo_render__collector_down__up_zero(void **state) {
         const struct series_desc series[] = {
                 { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
@@ -442,6 +493,7 @@ int main(void) {
                 cmocka_unit_test(expo_render__text__no_unit_nor_eof),
                 cmocka_unit_test(expo_render__self_counters__rendered_by_code),
                 cmocka_unit_test(expo_render__remote_write__counters_per_endpoint),
+                cmocka_unit_test(expo_render_with_pods__held_core_and_device__pod_labels_after_their_own),
                 cmocka_unit_test(expo_render__collector_down__up_zero),
         };
         return cmocka_run_group_tests_name("expo", tests, NULL, NULL);

@@ -162,6 +162,7 @@ void web_fixture_init(struct web_fixture *f) {
         assert_int_equal(inventory_add_runtime(&f->inv, 4242, "serve", (const unsigned[]){ 0, 1 }, 2), 0);
 
         snapshot_slot_init(&f->latest);
+        pod_slot_init(&f->pods);
         struct snapshot *snap = snapshot_new(FIXTURE_SERIES_COUNT);
         assert_non_null(snap);
         snap->tick = 1;
@@ -220,6 +221,7 @@ void web_fixture_free(struct web_fixture *f) {
         char path[128];
 
         http_stop(f->srv);
+        pod_slot_destroy(&f->pods);
         snapshot_slot_destroy(&f->latest);
         inventory_free(&f->inv);
         snprintf(path, sizeof(path), "%s/index.html", f->web_root);

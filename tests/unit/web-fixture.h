@@ -47,6 +47,7 @@ struct fake_faults {
 struct web_fixture {
         struct inventory inv;
         struct snapshot_slot latest;
+        struct pod_slot pods; /* empty, and not in ctx until a test puts it there */
         struct fake_history history;
         struct fake_faults faults;
         char web_root[64];

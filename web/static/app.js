@@ -73,6 +73,7 @@
     util: null, coreMem: null, coreCat: null,
     devMem: null, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
     edges: new Map(), catNames: [], devCat: null,
+    pods: null, corePod: new Map(), podsAnswered: false,
     coreTag: null, runtimes: [], rtStats: new Map(),
     counters: new Map(),
     ts: 0, serverNow: 0, fetchedAt: 0,
@@ -159,8 +160,9 @@
       const wasDown = S.state === 'unreachable';
       if (!S.inv || wasDown) await loadInventory();
       const wantCats = S.tickNo % 10 === 0;   // thousands of series on big instances
-      const [st, util, cmem, dmem, up, dma, tx, rx, cat, rts, rmem, rexec, rlat] = await Promise.all([
+      const [st, pods, util, cmem, dmem, up, dma, tx, rx, cat, rts, rmem, rexec, rlat] = await Promise.all([
         api('api/v1/status'),
+        api('api/v1/pods'),
         latest('metric=neuroncore_utilization_ratio'),
         latest('metric=neuroncore_memory_used_bytes'),
         latest('metric=neuron_device_memory_used_bytes'),
@@ -184,6 +186,7 @@
       const t0 = performance.now();
       ingest(util, cmem, dmem, up, dma, tx, rx, cat);
       ingestRuntimes(rts.runtimes, rmem, rexec, rlat);
+      ingestPods(pods);
       S.tickNo++;
       ok = true;
       setState(st);
@@ -266,6 +269,18 @@
       S.catNames = [...names].sort();
     }
     if (ts) S.ts = ts;
+  }
+
+  // Who holds which cores (/api/v1/pods): per core slot, the container.
+  function ingestPods(pods) {
+    S.pods = pods;
+    S.corePod = new Map();
+    for (const c of pods.containers) {
+      for (const core of c.neuroncores) {
+        const s = S.slotOf.get(String(core));
+        if (s !== undefined) S.corePod.set(s, c);
+      }
+    }
   }
 
   // Who uses which core: the runtimes, their memory, executions and latency.
@@ -608,6 +623,8 @@
         x.runtime, el('br'), `utilization ${x.util}`, el('br'), `memory held ${x.mem}`);
       if (cat) for (const [k, v] of cat) tip.append(el('br'), `  ${k} ${fmtBytes(v)}`);
       if (x.held) tip.append(el('br'), el('span', 'held', 'idle with memory held'));
+      const pod = S.corePod.get(i);
+      if (pod) tip.append(el('br'), `pod ${pod.namespace}/${pod.pod} · ${pod.container}`);
       tip.dataset.core = String(x.core);
       tip.dataset.ts = String(S.ts);
       tip.hidden = false;
@@ -763,6 +780,41 @@
     DMA_DIRS.forEach((_, k) => setText(r.dma[k], fmtRate(S.dma[k][i])));
     setText(r.tx, fmtRate(S.linkTx[i]));
     setText(r.rx, fmtRate(S.linkRx[i]));
+  }
+
+  // ---------- pods ----------
+  // The card is shown once the kubelet has answered (a host without
+  // Kubernetes never shows it); a container whose cores are all idle says so.
+  function renderPods() {
+    const p = S.pods;
+    const card = $('pods-card');
+    if (p && p.answered !== null) S.podsAnswered = true;
+    card.hidden = !p || p.state === 'off' || !S.podsAnswered;
+    if (card.hidden) return;
+    const note = $('pods-note');
+    const n = p.containers.length;
+    const held = `${n} container${n === 1 ? '' : 's'} hold${n === 1 ? 's' : ''} NeuronCores or devices`;
+    note.classList.toggle('warn', p.state === 'error');
+    setText(note, p.state === 'starting' ? `asking the kubelet at ${p.socket}`
+      : p.state === 'error' ? `the kubelet does not answer: ${p.error}${n ? ` · showing its answer of ${fmtTime(p.answered)}` : ''}`
+        : `${held} · the kubelet answered ${fmtTime(p.answered)}`);
+    const rows = p.containers.map((c) => {
+      const tr = el('tr');
+      let sum = 0, k = 0;
+      for (const core of c.neuroncores) {
+        const v = S.util[S.slotOf.get(String(core))];
+        if (Number.isFinite(v)) { sum += v; k++; }
+      }
+      const util = k ? sum / k : NaN;
+      const idle = k > 0 && util < IDLE_UTIL;
+      tr.append(el('td', '', c.namespace), el('td', '', c.pod), el('td', '', c.container),
+        el('td', '', ranges(c.neuroncores) || '–'),
+        el('td', '', c.neuron_devices.length ? `neuron${c.neuron_devices.join(', neuron')}` : '–'),
+        el('td', idle ? 'num idle' : 'num', idle ? `idle ${fmtPct(util)}` : k ? fmtPct(util) : '–'));
+      return tr;
+    });
+    document.querySelector('#pods tbody').replaceChildren(...rows);
+    $('pods').dataset.ts = String(S.ts);
   }
 
   // ---------- topology (SVG) ----------
@@ -1164,6 +1216,7 @@
     heat.draw();
     renderRuntimes();
     renderTable();
+    renderPods();
     topo.render();
   }
   function loadHistory() { charts.load(); }
