@@ -123,8 +123,14 @@ int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
         int64_t stamp;
 
         if (l->time_scale != 1) {
-                /* Simulated time runs off the monotonic clock alone. */
-                stamp = l->wall_start_ms + (int64_t) ((double) (mono_ns - l->mono_start_ns) / 1e6 * l->time_scale);
+                /* Simulated time runs off the monotonic clock alone, stamped
+                 * at the start of the interval the tick belongs to: the
+                 * timer's jitter, multiplied by the speed, would otherwise
+                 * scatter stamps by hundreds of simulated milliseconds. */
+                int64_t elapsed = (int64_t) ((double) (mono_ns - l->mono_start_ns) / 1e6 * l->time_scale);
+                stamp = l->wall_start_ms + elapsed - elapsed % l->interval_ms;
+                if (l->last_stamp_ms > 0 && stamp <= l->last_stamp_ms)
+                        stamp = l->last_stamp_ms + l->interval_ms;
         } else if (l->last_stamp_ms == 0) {
                 stamp = wall_ms;
         } else {
@@ -267,10 +273,10 @@ int loop_tick(struct loop *l) {
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1e9;
 
-        /* Rollups are the slow part of a tick on a large host: say when. */
+        /* Compacting an hour is the slow part of a tick on a large host: say when. */
         bool rollup = store_rollup_due(l->store, snap->timestamp_ms);
         if (rollup)
-                log_debug("tick %llu: rollup of the minutes that ended started", (unsigned long long) snap->tick);
+                log_debug("tick %llu: rollup of an hour that ended started", (unsigned long long) snap->tick);
         int64_t store_ns = clock_ns(CLOCK_MONOTONIC);
         int r = loop_store(l, snap);
         if (rollup)

@@ -106,7 +106,9 @@ int loop_tick(struct loop *l);
  * within LOOP_GRID_TOLERANCE_MS of a whole number of intervals after the
  * previous stamp is moved onto it, as Prometheus does with scrape times:
  * a timer's jitter of a few milliseconds would otherwise cost every stored
- * sample bits of timestamp. */
+ * sample bits of timestamp. With another time scale the stamp is the
+ * start of the simulated interval the tick falls in, counted from the
+ * loop's start, so that every stamp is on the interval's grid. */
 int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns);
 
 /* Ticks every interval until SIGTERM or SIGINT arrives on signal_fd

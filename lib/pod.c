@@ -34,6 +34,10 @@ static long label_index(const struct series_desc *s, const char *label) {
 enum pod_place pod_series_place(const struct series_desc *s, unsigned *ret_device, unsigned *ret_core) {
         long device = label_index(s, "neuron_device"), core = label_index(s, "neuroncore");
 
+        /* hardware_ecc_events_total names its device as AWS's exporter does. */
+        if (device < 0)
+                device = label_index(s, "neuron_device_index");
+
         if (device < 0)
                 return POD_PLACE_NONE;
         *ret_device = (unsigned) device;

@@ -58,7 +58,8 @@ struct pod_core {
 };
 
 /* Where a series is: on a NeuronCore (its neuron_device and neuroncore
- * labels), on a whole device (neuron_device only), or neither. */
+ * labels), on a whole device (neuron_device, or neuron_device_index, only),
+ * or neither. */
 enum pod_place {
         POD_PLACE_NONE,
         POD_PLACE_DEVICE,

@@ -8,82 +8,154 @@
 
 #include "storage/chunk.h"
 
-/* Layout: byte 0 the value mode and flags, bytes 1-4 the sample count
- * (little endian), then a bit stream, most significant bit first: the
- * first timestamp in 64 bits; the interval when all are equal; the value
- * when all are equal, or for integers the first value and the divisor;
- * then per sample a timestamp delta-of-delta (from the second on, unless
- * regular) and the value's code (unless constant). */
-enum chunk_mode {
-        CHUNK_XOR = 1,
-        CHUNK_INT = 2,
-        CHUNK_CONST = 3, /* every value the same bits: stored once */
-        CHUNK_SPLIT = 4, /* exponent when it changes, mantissa as is */
-        CHUNK_MODE_MASK = 0x0f,
-        CHUNK_REGULAR = 0x10, /* flag: equal intervals, stored once */
-};
+/* Layout (docs/storage.md): byte 0 is CHUNK_FORMAT | the number of
+ * columns; a varint sample count; then the timestamp stream and one stream
+ * per column, each a varint byte length and a body. A body starts with its
+ * kind:
+ *   STREAM_CONST  8 bytes, the value's bits (little endian)
+ *   STREAM_INT    scale, zigzag varint base, varint step, order | varlen
+ *                 flag << 2, width, varint count of nonzero residuals, bits
+ *   STREAM_XOR    bits
+ *   STREAM_SPLIT  mantissa width, bits
+ * Bits are written most significant first. Varints are LEB128. Schema 2's
+ * chunks began with a mode byte below 0x20, so the two never mix. */
+#define CHUNK_FORMAT 0x40
+#define CHUNK_FORMAT_MASK 0xf0
 
-#define CHUNK_MAX_SAMPLES (1u << 24)
-#define INT_EXACT_MAX 9007199254740992.0 /* 2^53 */
+enum stream_kind { STREAM_CONST, STREAM_INT, STREAM_XOR, STREAM_SPLIT };
 
-struct bit_writer {
+/* Integer residuals: the integers themselves (around the middle of their
+ * range), their differences, or differences of differences. */
+enum order { ORDER_VALUE, ORDER_DELTA, ORDER_DOD, ORDER__COUNT };
+
+/* An integer stream's scale byte: 0 whole numbers, 1-9 decimal places
+ * (value = x / 10^s), SCALE_BINARY + e binary places (value = x * 2^-e). */
+#define SCALE_BINARY 15
+#define SCALE_BINARY_MAX 240 /* SCALE_BINARY + 240 = 255 */
+#define INT_BITS_MAX 56      /* widest residual: values and steps stay below 2^53 */
+
+static const double powers_of_ten[10] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+
+/* ---- bytes and bits ----------------------------------------------------- */
+
+struct out {
         uint8_t *data;
-        size_t cap, bits;
+        size_t len, cap;
+        uint64_t acc; /* bits not yet in data: the low `pending` ones */
+        unsigned pending;
+        bool failed;
 };
 
-struct bit_reader {
-        const uint8_t *data;
-        size_t size_bits, pos;
-        bool overrun;
-};
-
-static int writer_put(struct bit_writer *w, uint64_t value, unsigned nbits) {
-        if ((w->bits + nbits + 7) / 8 > w->cap) {
-                size_t cap = w->cap * 2 + 64;
-                uint8_t *grown = realloc(w->data, cap);
-                if (!grown)
-                        return -ENOMEM;
-                memset(grown + w->cap, 0, cap - w->cap);
-                w->data = grown;
-                w->cap = cap;
+static void out_byte(struct out *o, uint8_t b) {
+        if (o->len == o->cap) {
+                size_t cap = o->cap ? 2 * o->cap : 256;
+                uint8_t *grown = realloc(o->data, cap);
+                if (!grown) {
+                        o->failed = true;
+                        return;
+                }
+                o->data = grown;
+                o->cap = cap;
         }
-        while (nbits > 0) {
-                unsigned free_bits = 8 - (unsigned) (w->bits % 8);
-                unsigned take = nbits < free_bits ? nbits : free_bits;
-                uint8_t part = (uint8_t) ((value >> (nbits - take)) & ((1u << take) - 1));
-                w->data[w->bits / 8] |= (uint8_t) (part << (free_bits - take));
-                w->bits += take;
-                nbits -= take;
-        }
-        return 0;
+        o->data[o->len++] = b;
 }
 
-static uint64_t reader_get(struct bit_reader *r, unsigned nbits) {
-        uint64_t value = 0;
-        if (r->pos + nbits > r->size_bits) {
-                r->overrun = true;
+static void out_bytes(struct out *o, const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n && !o->failed; i++)
+                out_byte(o, p[i]);
+}
+
+static void out_varint(struct out *o, uint64_t v) {
+        do {
+                out_byte(o, (uint8_t) ((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+                v >>= 7;
+        } while (v);
+}
+
+static void out_bits(struct out *o, uint64_t v, unsigned n) {
+        if (n > 32) {
+                out_bits(o, v >> 32, n - 32);
+                n = 32;
+        }
+        if (n == 0)
+                return;
+        o->acc = o->acc << n | (v & ((UINT64_C(1) << n) - 1));
+        o->pending += n;
+        while (o->pending >= 8) {
+                o->pending -= 8;
+                out_byte(o, (uint8_t) (o->acc >> o->pending));
+        }
+}
+
+/* Pads the bits to a whole byte. */
+static void out_flush(struct out *o) {
+        if (o->pending > 0)
+                out_bits(o, 0, 8 - o->pending);
+}
+
+struct in {
+        const uint8_t *data;
+        size_t size; /* bytes */
+        size_t pos;  /* bits */
+        bool bad;
+};
+
+static bool in_varint(struct in *r, uint64_t *ret) {
+        uint64_t v = 0;
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+                if (r->pos / 8 >= r->size) {
+                        r->bad = true;
+                        return false;
+                }
+                uint8_t b = r->data[r->pos / 8];
+                r->pos += 8;
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return true;
+                }
+        }
+        r->bad = true;
+        return false;
+}
+
+static uint8_t in_byte(struct in *r) {
+        if (r->pos / 8 >= r->size) {
+                r->bad = true;
                 return 0;
         }
-        /* Fast path: one 8-byte big-endian load covers up to 57 bits. */
-        if (nbits > 0 && nbits <= 56 && r->pos / 8 + 8 <= r->size_bits / 8) {
-                const uint8_t *p = r->data + r->pos / 8;
-                uint64_t word = (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48 | (uint64_t) p[2] << 40 |
-                                (uint64_t) p[3] << 32 | (uint64_t) p[4] << 24 | (uint64_t) p[5] << 16 |
-                                (uint64_t) p[6] << 8 | (uint64_t) p[7];
-                value = (word << (r->pos % 8)) >> (64 - nbits);
-                r->pos += nbits;
-                return value;
+        uint8_t b = r->data[r->pos / 8];
+        r->pos += 8;
+        return b;
+}
+
+/* The next 64 bits (57 of them valid), zeros past the end. */
+static inline uint64_t in_peek(const struct in *r) {
+        size_t byte = r->pos / 8;
+        uint64_t w = 0;
+        if (byte + 8 <= r->size) {
+                const uint8_t *p = r->data + byte;
+                w = (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48 | (uint64_t) p[2] << 40 | (uint64_t) p[3] << 32 |
+                    (uint64_t) p[4] << 24 | (uint64_t) p[5] << 16 | (uint64_t) p[6] << 8 | (uint64_t) p[7];
+        } else {
+                for (size_t i = 0; byte + i < r->size && i < 8; i++)
+                        w |= (uint64_t) r->data[byte + i] << (56 - 8 * i);
         }
-        while (nbits > 0) {
-                unsigned avail = 8 - (unsigned) (r->pos % 8);
-                unsigned take = nbits < avail ? nbits : avail;
-                uint8_t byte = r->data[r->pos / 8];
-                uint64_t part = (byte >> (avail - take)) & ((1u << take) - 1);
-                value = (value << take) | part;
-                r->pos += take;
-                nbits -= take;
+        return w << (r->pos % 8);
+}
+
+static inline uint64_t in_bits(struct in *r, unsigned n) {
+        if (n > 32) {
+                uint64_t hi = in_bits(r, n - 32);
+                return hi << 32 | in_bits(r, 32);
         }
-        return value;
+        if (n == 0)
+                return 0;
+        uint64_t v = in_peek(r) >> (64 - n);
+        r->pos += n;
+        if (r->pos > r->size * 8)
+                r->bad = true;
+        return v;
 }
 
 static uint64_t zigzag(int64_t v) {
@@ -94,57 +166,27 @@ static int64_t unzigzag(uint64_t v) {
         return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
 }
 
-/* Delta-of-delta classes: a '0' for no change, else a unary prefix picks the
- * width of the zigzag payload. Sized for millisecond stamps: a timer's
- * jitter of a few milliseconds takes the 4-bit class. */
-static const struct {
-        unsigned prefix_bits, prefix, width;
-} dod_class[] = {
-        { 2, 0x2, 4 }, { 3, 0x6, 8 }, { 4, 0xe, 14 }, { 5, 0x1e, 24 }, { 5, 0x1f, 64 },
-};
+static unsigned bit_length(uint64_t v) {
+        return v ? 64 - (unsigned) __builtin_clzll(v) : 0;
+}
 
-static int put_dod(struct bit_writer *w, int64_t dod) {
-        if (dod == 0)
-                return writer_put(w, 0, 1);
-        uint64_t z = zigzag(dod);
-        for (size_t i = 0; i < sizeof(dod_class) / sizeof(dod_class[0]); i++) {
-                unsigned width = dod_class[i].width;
-                if (width == 64 || z < (UINT64_C(1) << width)) {
-                        int r = writer_put(w, dod_class[i].prefix, dod_class[i].prefix_bits);
-                        return r < 0 ? r : writer_put(w, z, width);
-                }
+/* Elias gamma of x >= 1: as many zeros as x has bits after its first, then x. */
+static unsigned gamma_bits(uint64_t x) {
+        return 2 * bit_length(x) - 1;
+}
+
+static void out_gamma(struct out *o, uint64_t x) {
+        out_bits(o, x, gamma_bits(x));
+}
+
+static uint64_t in_gamma(struct in *r) {
+        uint64_t w = in_peek(r);
+        unsigned zeros = w ? (unsigned) __builtin_clzll(w) : 64;
+        if (zeros > 27) { /* runs are shorter than CHUNK_SAMPLES_MAX */
+                r->bad = true;
+                return 1;
         }
-        return -EINVAL; /* unreachable: the last class takes anything */
-}
-
-static int64_t get_dod(struct bit_reader *r) {
-        if (reader_get(r, 1) == 0)
-                return 0;
-        unsigned ones = 1;
-        while (ones < 4 && reader_get(r, 1) == 1)
-                ones++;
-        /* ones == 4 means the prefix was 1111: one more bit picks 24 or 64. */
-        unsigned width = ones == 1 ? 4 : ones == 2 ? 8 : ones == 3 ? 14 : reader_get(r, 1) ? 64 : 24;
-        return unzigzag(reader_get(r, width));
-}
-
-/* Integer values' delta-of-delta: '0' for none, else '1', six bits of
- * length minus one and the zigzag value: counters with a noisy rate have
- * differences of any size, which fixed classes would round up to 64 bits. */
-static int put_varbits(struct bit_writer *w, int64_t dod) {
-        if (dod == 0)
-                return writer_put(w, 0, 1);
-        uint64_t z = zigzag(dod);
-        unsigned len = 64 - (unsigned) __builtin_clzll(z);
-        int r = writer_put(w, 0x40 | (len - 1), 7);
-        return r < 0 ? r : writer_put(w, z, len);
-}
-
-static int64_t get_varbits(struct bit_reader *r) {
-        if (reader_get(r, 1) == 0)
-                return 0;
-        unsigned len = (unsigned) reader_get(r, 6) + 1;
-        return unzigzag(reader_get(r, len));
+        return in_bits(r, 2 * zeros + 1);
 }
 
 static uint64_t double_bits(double v) {
@@ -159,231 +201,629 @@ static double bits_double(uint64_t u) {
         return v;
 }
 
-static bool exact_integer(double v) {
-        return v >= -INT_EXACT_MAX && v <= INT_EXACT_MAX && v == floor(v) && !(v == 0 && signbit(v));
-}
+/* ---- integer streams ---------------------------------------------------- */
 
-/* Gorilla's XOR scheme: '0' same value; '10' meaningful bits fit the
- * previous window; '11', 5 bits of leading zeros, 6 bits of length (0
- * meaning 64), then the bits. */
-struct xor_state {
-        uint64_t prev;
-        unsigned lead, trail;
+/* How an integer stream is coded: x[i] = base + step * k[i], and the
+ * residuals of k in the order chosen (differences of differences start
+ * from `seed`, the first difference, so that a steady rate costs nothing).
+ * With runs, a residual of 0 costs nothing but a share of its run's
+ * length, and any other is Elias gamma of the run of zeros before it plus
+ * one, then q = zigzag(r) - 1; dense, every residual is q = zigzag(r).
+ * q takes `width` bits, or when q >= 2^width - 1 the escape (width one
+ * bits), six bits of length and q in that many bits: a reset or a burst
+ * does not widen every other residual. */
+struct int_plan {
+        uint8_t scale;
+        int64_t base, step, seed;
+        enum order order;
+        bool runs;
+        unsigned width;
+        uint64_t nonzero;
+        uint64_t bits; /* the payload's size */
 };
 
-static int put_xor(struct bit_writer *w, struct xor_state *st, double v) {
-        uint64_t cur = double_bits(v), x = cur ^ st->prev;
-        int r;
-        st->prev = cur;
-        if (x == 0)
-                return writer_put(w, 0, 1);
-        unsigned lead = (unsigned) __builtin_clzll(x), trail = (unsigned) __builtin_ctzll(x);
-        if (lead > 31)
-                lead = 31;
-        if (st->lead + st->trail > 0 && lead >= st->lead && trail >= st->trail) {
-                r = writer_put(w, 0x2, 2);
-                return r < 0 ? r : writer_put(w, x >> st->trail, 64 - st->lead - st->trail);
+static int64_t gcd(uint64_t a, uint64_t b) {
+        while (b) {
+                uint64_t t = a % b;
+                a = b;
+                b = t;
         }
-        unsigned len = 64 - lead - trail;
-        r = writer_put(w, 0x3, 2);
-        if (r == 0)
-                r = writer_put(w, lead, 5);
-        if (r == 0)
-                r = writer_put(w, len & 63, 6);
-        if (r == 0)
-                r = writer_put(w, x >> trail, len);
-        st->lead = lead;
-        st->trail = trail;
-        return r;
+        return (int64_t) a;
 }
 
-static double get_xor(struct bit_reader *r, struct xor_state *st) {
-        if (reader_get(r, 1) == 1) {
-                if (reader_get(r, 1) == 1) {
-                        st->lead = (unsigned) reader_get(r, 5);
-                        unsigned len = (unsigned) reader_get(r, 6);
-                        if (len == 0)
-                                len = 64;
-                        if (st->lead + len > 64) {
-                                r->overrun = true;
-                                return 0;
-                        }
-                        st->trail = 64 - st->lead - len;
-                }
-                unsigned len = 64 - st->lead - st->trail;
-                st->prev ^= reader_get(r, len) << st->trail;
-        }
-        return bits_double(st->prev);
-}
+/* Residual statistics of one order and mode: how many q need each number
+ * of bits (of q + 1, so that q < 2^w - 1 exactly when that is at most w). */
+struct residual_stats {
+        bool ok;
+        uint64_t nonzero, gammas, run;
+        uint64_t by_bits[INT_BITS_MAX + 2];
+};
 
-/* Random-looking doubles (a noisy ratio) defeat XOR: mode 4 stores the
- * sign and exponent as '0' (same as before), '10' + 3 bits (a change of
- * -4 to +3) or '11' + 12 bits, and the 52 mantissa bits as they are. */
-static int put_split(struct bit_writer *w, uint64_t *prev_hi, double v) {
-        uint64_t bits = double_bits(v), hi = bits >> 52;
-        int64_t change = (int64_t) hi - (int64_t) *prev_hi;
-        int r;
-        if (change == 0)
-                r = writer_put(w, 0, 1);
-        else if (change >= -4 && change <= 3)
-                r = writer_put(w, 0x10 | (uint64_t) (change + 4), 5);
+static void stats_add(struct residual_stats *st, uint64_t q) {
+        if (q >= (UINT64_C(1) << (INT_BITS_MAX + 1)) - 1)
+                st->ok = false;
         else
-                r = writer_put(w, 0x3000 | hi, 14);
-        *prev_hi = hi;
-        return r < 0 ? r : writer_put(w, bits & ((UINT64_C(1) << 52) - 1), 52);
+                st->by_bits[bit_length(q + 1)]++;
 }
 
-static double get_split(struct bit_reader *r, uint64_t *prev_hi) {
-        if (reader_get(r, 1)) {
-                if (reader_get(r, 1))
-                        *prev_hi = reader_get(r, 12);
-                else
-                        *prev_hi = (*prev_hi + reader_get(r, 3) - 4) & 0xfff;
-        }
-        return bits_double(*prev_hi << 52 | reader_get(r, 52));
-}
-
-static int encode_mode(const int64_t *ts, const double *values, size_t n, uint8_t mode, bool regular, int64_t base,
-                       int64_t g, struct bit_writer *w) {
-        struct xor_state xs = { 0 };
-        uint64_t prev_hi = 0x3ff; /* the exponent of 1.0 */
-        int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
-        int r = writer_put(w, mode | (regular ? CHUNK_REGULAR : 0), 8);
-
-        for (int b = 0; b < 4 && r == 0; b++)
-                r = writer_put(w, (n >> (8 * b)) & 0xff, 8);
-        if (r == 0)
-                r = writer_put(w, (uint64_t) ts[0], 64);
-        if (r == 0 && regular)
-                r = put_varbits(w, n > 1 ? (int64_t) ((uint64_t) ts[1] - (uint64_t) ts[0]) : 0);
-        if (r == 0 && mode == CHUNK_CONST)
-                r = writer_put(w, double_bits(values[0]), 64);
-        if (r == 0 && mode == CHUNK_INT)
-                r = put_varbits(w, base);
-        if (r == 0 && mode == CHUNK_INT)
-                r = put_varbits(w, g);
-        for (size_t i = 0; i < n && r == 0; i++) {
-                if (i > 0 && !regular) {
-                        /* Wraps like the decoder for stamps far apart. */
-                        int64_t delta = (int64_t) ((uint64_t) ts[i] - (uint64_t) ts[i - 1]);
-                        r = put_dod(w, (int64_t) ((uint64_t) delta - (uint64_t) prev_delta));
-                        prev_delta = delta;
-                        if (r < 0)
-                                break;
-                }
-                if (mode == CHUNK_INT) {
-                        int64_t v = ((int64_t) values[i] - base) / g;
-                        int64_t delta = v - prev_int;
-                        r = put_varbits(w, delta - prev_int_delta);
-                        prev_int = v;
-                        prev_int_delta = delta;
-                } else if (mode == CHUNK_XOR) {
-                        r = put_xor(w, &xs, values[i]);
-                } else if (mode == CHUNK_SPLIT) {
-                        r = put_split(w, &prev_hi, values[i]);
+/* The cheapest width for these residuals, and its cost in bits. */
+static unsigned stats_width(const struct residual_stats *st, uint64_t *ret_bits) {
+        unsigned best = 0;
+        uint64_t best_bits = UINT64_MAX;
+        for (unsigned w = 0; w <= INT_BITS_MAX; w++) {
+                uint64_t bits = st->gammas;
+                for (unsigned b = 0; b <= INT_BITS_MAX + 1; b++)
+                        bits += st->by_bits[b] * (b <= w ? w : w + 6 + b);
+                if (bits < best_bits) {
+                        best_bits = bits;
+                        best = w;
                 }
         }
-        return r;
+        *ret_bits = best_bits;
+        return best;
 }
 
-int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **ret_data, size_t *ret_size) {
-        struct bit_writer w = { 0 }, alt = { 0 };
-        bool all_int = true, constant = true, regular = true;
-        int r;
+/* The residual of order o at k, given the previous k and difference. */
+static bool residual(enum order o, int64_t k, int64_t mid, int64_t prev_k, int64_t prev_d, int64_t *ret_d,
+                     int64_t *ret_r) {
+        int64_t d = 0;
+        if (o == ORDER_VALUE) {
+                *ret_r = k - mid;
+                return true;
+        }
+        if (__builtin_sub_overflow(k, prev_k, &d))
+                return false;
+        *ret_d = d;
+        if (o == ORDER_DELTA) {
+                *ret_r = d;
+                return true;
+        }
+        return !__builtin_sub_overflow(d, prev_d, ret_r);
+}
 
-        if (n == 0 || n >= CHUNK_MAX_SAMPLES)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (i > 0 && ts[i] <= ts[i - 1])
-                        return -EINVAL;
-                all_int = all_int && exact_integer(values[i]);
-        }
-        for (size_t i = 1; i < n && (constant || regular); i++) {
-                constant = constant && memcmp(&values[i], &values[0], sizeof(double)) == 0;
-                regular = regular && (uint64_t) ts[i] - (uint64_t) ts[i - 1] == (uint64_t) ts[1] - (uint64_t) ts[0];
-        }
-        uint8_t mode = constant ? CHUNK_CONST : all_int ? CHUNK_INT : CHUNK_XOR;
-        /* Integers are stored as (v - v0) / g with g the greatest common
-         * divisor of the differences: byte counts in whole pages shrink. */
-        int64_t base = all_int ? (int64_t) values[0] : 0;
+/* Chooses the cheapest order, mode and width for x[0..n). False when no
+ * order keeps every residual within INT_BITS_MAX bits. */
+static bool int_plan_make(const int64_t *x, size_t n, uint8_t scale, struct int_plan *ret) {
         uint64_t g = 0;
-        for (size_t i = 1; mode == CHUNK_INT && i < n; i++) {
-                int64_t d = (int64_t) values[i] - base;
-                uint64_t a = d < 0 ? (uint64_t) -d : (uint64_t) d, b = g;
-                while (b) {
-                        uint64_t t = a % b;
-                        a = b;
-                        b = t;
-                }
-                g = a;
+        int64_t lo = 0, hi = 0;
+        for (size_t i = 1; i < n; i++) {
+                int64_t d;
+                if (__builtin_sub_overflow(x[i], x[0], &d))
+                        return false;
+                g = (uint64_t) gcd(d < 0 ? -(uint64_t) d : (uint64_t) d, g);
         }
         if (g == 0)
                 g = 1;
-        r = encode_mode(ts, values, n, mode, regular, base, (int64_t) g, &w);
-        /* Floats: whichever of XOR and split is smaller. */
-        if (r == 0 && mode == CHUNK_XOR) {
-                r = encode_mode(ts, values, n, CHUNK_SPLIT, regular, 0, 1, &alt);
-                if (r == 0 && alt.bits < w.bits) {
-                        struct bit_writer t = w;
-                        w = alt;
-                        alt = t;
+        for (size_t i = 1; i < n; i++) {
+                int64_t k = (x[i] - x[0]) / (int64_t) g;
+                lo = k < lo ? k : lo;
+                hi = k > hi ? k : hi;
+        }
+        int64_t mid = lo + (hi - lo) / 2;
+        int64_t seed = n > 1 ? (x[1] - x[0]) / (int64_t) g : 0;
+
+        /* [order * 2 + 0] dense, [order * 2 + 1] with runs of zeros */
+        struct residual_stats st[ORDER__COUNT * 2];
+        memset(st, 0, sizeof(st));
+        for (int o = 0; o < ORDER__COUNT; o++) {
+                int64_t prev_k = o == ORDER_DOD ? -seed : 0, prev_d = o == ORDER_DOD ? seed : 0;
+                struct residual_stats *dense = &st[2 * o], *runs = &st[2 * o + 1];
+                dense->ok = runs->ok = true;
+                for (size_t i = 0; i < n && dense->ok; i++) {
+                        int64_t k = (x[i] - x[0]) / (int64_t) g, r = 0;
+                        if (!residual((enum order) o, k, mid, prev_k, prev_d, &prev_d, &r)) {
+                                dense->ok = false;
+                                break;
+                        }
+                        prev_k = k;
+                        stats_add(dense, zigzag(r));
+                        if (r == 0) {
+                                runs->run++;
+                                continue;
+                        }
+                        runs->nonzero++;
+                        runs->gammas += gamma_bits(runs->run + 1);
+                        runs->run = 0;
+                        stats_add(runs, zigzag(r) - 1);
+                }
+                runs->ok &= dense->ok;
+        }
+        bool found = false;
+        for (int i = 0; i < ORDER__COUNT * 2; i++) {
+                uint64_t bits = 0;
+                if (!st[i].ok)
+                        continue;
+                unsigned width = stats_width(&st[i], &bits);
+                if (found && bits >= ret->bits)
+                        continue;
+                enum order o = (enum order)(i / 2);
+                *ret = (struct int_plan){
+                        .scale = scale,
+                        .base = o == ORDER_VALUE ? x[0] + mid * (int64_t) g : x[0],
+                        .step = (int64_t) g,
+                        .seed = o == ORDER_DOD ? seed : 0,
+                        .order = o,
+                        .runs = i % 2,
+                        .width = width,
+                        .nonzero = i % 2 ? st[i].nonzero : 0,
+                        .bits = bits,
+                };
+                found = true;
+        }
+        return found;
+}
+
+static void out_q(struct out *o, uint64_t q, unsigned width) {
+        uint64_t escape = (UINT64_C(1) << width) - 1;
+        if (q < escape) {
+                out_bits(o, q, width);
+                return;
+        }
+        out_bits(o, escape, width);
+        out_bits(o, bit_length(q), 6);
+        out_bits(o, q, bit_length(q));
+}
+
+static uint64_t in_q(struct in *r, unsigned width) {
+        uint64_t escape = (UINT64_C(1) << width) - 1, q = in_bits(r, width);
+        return q < escape ? q : in_bits(r, (unsigned) in_bits(r, 6));
+}
+
+/* The body of an integer stream; the residuals are computed again as
+ * int_plan_make() did. */
+static void int_write(struct out *o, const int64_t *x, size_t n, const struct int_plan *p) {
+        int64_t prev_k = -p->seed, prev_d = p->seed;
+        uint64_t run = 0;
+
+        out_byte(o, STREAM_INT);
+        out_byte(o, p->scale);
+        out_varint(o, zigzag(p->base));
+        out_varint(o, (uint64_t) p->step);
+        out_byte(o, (uint8_t) (p->order | (p->runs ? 4 : 0)));
+        out_byte(o, (uint8_t) p->width);
+        out_varint(o, zigzag(p->seed));
+        out_varint(o, p->nonzero);
+        for (size_t i = 0; i < n; i++) {
+                int64_t k = (x[i] - p->base) / p->step, r = 0;
+                residual(p->order, k, 0, prev_k, prev_d, &prev_d, &r);
+                prev_k = k;
+                if (!p->runs) {
+                        out_q(o, zigzag(r), p->width);
+                } else if (r == 0) {
+                        run++;
+                } else {
+                        out_gamma(o, run + 1);
+                        out_q(o, zigzag(r) - 1, p->width);
+                        run = 0;
                 }
         }
-        free(alt.data);
-        if (r < 0) {
-                free(w.data);
-                return r;
+        out_flush(o);
+}
+
+struct int_header {
+        uint8_t scale;
+        int64_t base, step, seed;
+        enum order order;
+        bool runs;
+        unsigned width;
+        uint64_t nonzero;
+};
+
+static bool int_header_read(struct in *r, struct int_header *h) {
+        uint64_t base = 0, step = 0, seed = 0, nonzero = 0;
+        h->scale = in_byte(r);
+        in_varint(r, &base);
+        in_varint(r, &step);
+        uint8_t flags = in_byte(r);
+        h->width = in_byte(r);
+        in_varint(r, &seed);
+        in_varint(r, &nonzero);
+        h->base = unzigzag(base);
+        h->step = (int64_t) step;
+        h->seed = unzigzag(seed);
+        h->order = (enum order)(flags & 3);
+        h->runs = flags & 4;
+        h->nonzero = nonzero;
+        return !r->bad && (flags & ~7) == 0 && h->order < ORDER__COUNT && h->width <= INT_BITS_MAX &&
+               (h->scale <= 9 || h->scale > SCALE_BINARY);
+}
+
+/* Decodes the first m of an integer stream's n values into xs (as
+ * integers) or vs (scaled); malformed input sets r->bad. */
+static void int_read(struct in *r, size_t n, size_t m, int64_t *xs, double *vs) {
+        struct int_header h;
+        if (!int_header_read(r, &h) || h.nonzero > n) {
+                r->bad = true;
+                return;
         }
-        *ret_size = (w.bits + 7) / 8;
-        *ret_data = w.data;
+        double factor = h.scale <= 9 ? powers_of_ten[h.scale] : ldexp(1, SCALE_BINARY - h.scale);
+        bool divide = h.scale <= 9;
+        /* Wrapping arithmetic: malformed input must not be undefined. */
+        uint64_t k = (uint64_t) -h.seed, d = (uint64_t) h.seed, zeros = 0, tokens = 0;
+        bool pending = false;
+        for (size_t i = 0; i < m && !r->bad; i++) {
+                uint64_t res = 0;
+                if (!h.runs) {
+                        res = (uint64_t) unzigzag(in_q(r, h.width));
+                } else {
+                        if (zeros == 0 && !pending && tokens < h.nonzero) {
+                                /* A token: the zeros before a residual, then the residual. */
+                                zeros = in_gamma(r) - 1;
+                                if (zeros > n - i - 1) {
+                                        r->bad = true;
+                                        return;
+                                }
+                                tokens++;
+                                pending = true;
+                        }
+                        if (zeros > 0) {
+                                zeros--;
+                        } else if (pending) {
+                                res = (uint64_t) unzigzag(in_q(r, h.width) + 1);
+                                pending = false;
+                        }
+                }
+                if (h.order == ORDER_VALUE) {
+                        k = res;
+                } else if (h.order == ORDER_DELTA) {
+                        k += res;
+                } else {
+                        d += res;
+                        k += d;
+                }
+                int64_t x = (int64_t) ((uint64_t) h.base + (uint64_t) h.step * k);
+                if (xs)
+                        xs[i] = x;
+                else
+                        vs[i] = divide ? (double) x / factor : (double) x * factor;
+        }
+        if (m == n && (tokens != h.nonzero || pending))
+                r->bad = true;
+}
+
+/* ---- value scales ------------------------------------------------------- */
+
+#define EXACT_MAX 9007199254740992.0 /* 2^53 */
+
+/* Whether every value is x / 10^places with x a whole number below 2^53
+ * (places 0: a whole number; -0.0 is not), writing x. */
+static bool scale_decimal(const double *v, size_t n, unsigned places, int64_t *x) {
+        double f = powers_of_ten[places];
+        for (size_t i = 0; i < n; i++) {
+                double s = v[i] * f;
+                if (!(s > -EXACT_MAX && s < EXACT_MAX) || (v[i] == 0 && signbit(v[i])))
+                        return false;
+                x[i] = llround(s);
+                double back = (double) x[i] / f;
+                if (memcmp(&back, &v[i], sizeof(back)) != 0)
+                        return false;
+        }
+        return true;
+}
+
+/* Whole numbers beyond 2^53 (counters of bytes) are exact too, up to 2^62. */
+static bool scale_whole(const double *v, size_t n, int64_t *x) {
+        for (size_t i = 0; i < n; i++) {
+                if (!(v[i] > -4611686018427387904.0 && v[i] < 4611686018427387904.0) || v[i] != floor(v[i]) ||
+                    (v[i] == 0 && signbit(v[i])))
+                        return false;
+                x[i] = (int64_t) v[i];
+        }
+        return true;
+}
+
+/* Whether every value is x * 2^-places with one places for all, x below
+ * 2^53: binary fractions such as floats. Returns places (1-240) or 0. */
+static unsigned scale_binary(const double *v, size_t n, int64_t *x) {
+        int places = 0, top = INT32_MIN;
+        for (size_t i = 0; i < n; i++) {
+                if (!isfinite(v[i]) || (v[i] == 0 && signbit(v[i])))
+                        return 0;
+                if (v[i] == 0)
+                        continue;
+                int e;
+                double m = frexp(fabs(v[i]), &e); /* v = m * 2^e, 0.5 <= m < 1 */
+                uint64_t bits = (uint64_t) ldexp(m, 53);
+                int need = 53 - e - __builtin_ctzll(bits); /* places after the binary point */
+                places = need > places ? need : places;
+                top = e > top ? e : top;
+        }
+        if (places <= 0 || places > SCALE_BINARY_MAX || (top != INT32_MIN && top + places > 53))
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                x[i] = (int64_t) ldexp(v[i], places);
+        return (unsigned) places;
+}
+
+/* ---- float streams ------------------------------------------------------ */
+
+/* Gorilla's XOR: '0' same value; '10' meaningful bits fit the previous
+ * window; '11', 5 bits of leading zeros, 6 bits of length (0 meaning 64),
+ * then the bits. With out NULL it only counts bits. */
+static uint64_t xor_write(struct out *o, const double *v, size_t n) {
+        uint64_t prev = 0, bits = 0;
+        unsigned lead = 0, trail = 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t cur = double_bits(v[i]), x = cur ^ prev;
+                prev = cur;
+                if (x == 0) {
+                        bits += 1;
+                        if (o)
+                                out_bits(o, 0, 1);
+                        continue;
+                }
+                unsigned l = (unsigned) __builtin_clzll(x), t = (unsigned) __builtin_ctzll(x);
+                if (l > 31)
+                        l = 31;
+                if (lead + trail > 0 && l >= lead && t >= trail) {
+                        bits += 2 + 64 - lead - trail;
+                        if (o) {
+                                out_bits(o, 2, 2);
+                                out_bits(o, x >> trail, 64 - lead - trail);
+                        }
+                        continue;
+                }
+                unsigned len = 64 - l - t;
+                bits += 13 + len;
+                if (o) {
+                        out_bits(o, 3, 2);
+                        out_bits(o, l, 5);
+                        out_bits(o, len & 63, 6);
+                        out_bits(o, x >> t, len);
+                }
+                lead = l;
+                trail = t;
+        }
+        if (o)
+                out_flush(o);
+        return bits;
+}
+
+static void xor_read(struct in *r, size_t m, double *v) {
+        uint64_t prev = 0;
+        unsigned lead = 0, trail = 0;
+        for (size_t i = 0; i < m && !r->bad; i++) {
+                if (in_bits(r, 1)) {
+                        if (in_bits(r, 1)) {
+                                lead = (unsigned) in_bits(r, 5);
+                                unsigned len = (unsigned) in_bits(r, 6);
+                                if (len == 0)
+                                        len = 64;
+                                if (lead + len > 64) {
+                                        r->bad = true;
+                                        return;
+                                }
+                                trail = 64 - lead - len;
+                        }
+                        prev ^= in_bits(r, 64 - lead - trail) << trail;
+                }
+                v[i] = bits_double(prev);
+        }
+}
+
+/* Split: sign and exponent as '0' (unchanged), '10' + 3 bits (a change of
+ * -4 to +3) or '11' + 12 bits, then the top `width` mantissa bits, the rest
+ * being zero in every value (floats keep 23). */
+static unsigned split_width(const double *v, size_t n) {
+        unsigned width = 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t mantissa = double_bits(v[i]) & ((UINT64_C(1) << 52) - 1);
+                unsigned w = mantissa ? 52 - (unsigned) __builtin_ctzll(mantissa) : 0;
+                width = w > width ? w : width;
+        }
+        return width;
+}
+
+static uint64_t split_write(struct out *o, const double *v, size_t n, unsigned width) {
+        uint64_t prev_hi = 0x3ff, bits = 0; /* the exponent of 1.0 */
+        for (size_t i = 0; i < n; i++) {
+                uint64_t u = double_bits(v[i]), hi = u >> 52;
+                int64_t change = (int64_t) hi - (int64_t) prev_hi;
+                unsigned code = change == 0 ? 1 : change >= -4 && change <= 3 ? 5 : 14;
+                bits += code + width;
+                if (o) {
+                        out_bits(o, change == 0 ? 0 : code == 5 ? 0x10 | (uint64_t) (change + 4) : 0x3000 | hi, code);
+                        out_bits(o, (u & ((UINT64_C(1) << 52) - 1)) >> (52 - width), width);
+                }
+                prev_hi = hi;
+        }
+        if (o)
+                out_flush(o);
+        return bits;
+}
+
+static void split_read(struct in *r, size_t m, unsigned width, double *v) {
+        uint64_t hi = 0x3ff;
+        for (size_t i = 0; i < m && !r->bad; i++) {
+                if (in_bits(r, 1))
+                        hi = in_bits(r, 1) ? in_bits(r, 12) : (hi + in_bits(r, 3) - 4) & 0xfff;
+                v[i] = bits_double(hi << 52 | in_bits(r, width) << (52 - width));
+        }
+}
+
+/* ---- streams ------------------------------------------------------------ */
+
+/* Writes the cheapest body for v[0..n) to o; x is scratch for n integers. */
+static void values_write(struct out *o, const double *v, size_t n, int64_t *x) {
+        bool constant = true;
+        for (size_t i = 1; i < n && constant; i++)
+                constant = double_bits(v[i]) == double_bits(v[0]);
+        if (constant) {
+                uint64_t u = double_bits(v[0]);
+                out_byte(o, STREAM_CONST);
+                for (int b = 0; b < 8; b++)
+                        out_byte(o, (uint8_t) (u >> (8 * b)));
+                return;
+        }
+        /* Integers first: whole numbers, then decimals, then binary fractions. */
+        struct int_plan best = { 0 }, plan;
+        bool have_int = false;
+        if (scale_whole(v, n, x)) {
+                have_int = int_plan_make(x, n, 0, &best);
+        } else {
+                static const unsigned places[] = { 9, 6, 3 };
+                for (size_t p = 0; p < 3 && !have_int; p++)
+                        if (scale_decimal(v, n, places[p], x))
+                                have_int = int_plan_make(x, n, (uint8_t) places[p], &best);
+                unsigned binary = scale_binary(v, n, x);
+                if (binary && int_plan_make(x, n, (uint8_t) (SCALE_BINARY + binary), &plan) &&
+                    (!have_int || plan.bits < best.bits)) {
+                        best = plan;
+                        have_int = true;
+                }
+        }
+        uint64_t xor_bits = xor_write(NULL, v, n);
+        unsigned width = split_width(v, n);
+        uint64_t split_bits = split_write(NULL, v, n, width);
+        if (have_int && best.bits <= xor_bits && best.bits <= split_bits) {
+                /* x holds the last scaling tried: redo the winner's. */
+                if (best.scale == 0)
+                        scale_whole(v, n, x);
+                else if (best.scale <= 9)
+                        scale_decimal(v, n, best.scale, x);
+                else
+                        scale_binary(v, n, x);
+                int_write(o, x, n, &best);
+        } else if (xor_bits <= split_bits) {
+                out_byte(o, STREAM_XOR);
+                xor_write(o, v, n);
+        } else {
+                out_byte(o, STREAM_SPLIT);
+                out_byte(o, (uint8_t) width);
+                split_write(o, v, n, width);
+        }
+}
+
+/* Appends a stream: its body's length, then the body. */
+static void stream_append(struct out *o, struct out *body) {
+        out_varint(o, body->len);
+        out_bytes(o, body->data, body->len);
+        o->failed |= body->failed;
+        body->len = 0;
+        body->acc = 0;
+        body->pending = 0;
+}
+
+int chunk_encode(const int64_t *ts, const double *const *columns, size_t n_columns, size_t n, uint8_t **ret_data,
+                 size_t *ret_size) {
+        struct out o = { 0 }, body = { 0 };
+        struct int_plan plan;
+
+        if (n == 0 || n >= CHUNK_SAMPLES_MAX || n_columns == 0 || n_columns > CHUNK_COLUMNS_MAX)
+                return -EINVAL;
+        for (size_t i = 1; i < n; i++)
+                if (ts[i] <= ts[i - 1])
+                        return -EINVAL;
+        if ((uint64_t) ts[n - 1] - (uint64_t) ts[0] >= (UINT64_C(1) << 53))
+                return -EINVAL;
+        int64_t *x = malloc(n * sizeof(*x));
+        if (!x)
+                return -ENOMEM;
+
+        out_byte(&o, (uint8_t) (CHUNK_FORMAT | n_columns));
+        out_varint(&o, n);
+        /* Timestamps are integers whose residuals fit by the span check. */
+        if (!int_plan_make(ts, n, 0, &plan)) {
+                free(x);
+                return -EINVAL;
+        }
+        int_write(&body, ts, n, &plan);
+        stream_append(&o, &body);
+        for (size_t c = 0; c < n_columns; c++) {
+                values_write(&body, columns[c], n, x);
+                stream_append(&o, &body);
+        }
+        free(x);
+        free(body.data);
+        if (o.failed) {
+                free(o.data);
+                return -ENOMEM;
+        }
+        *ret_data = o.data;
+        *ret_size = o.len;
         return 0;
 }
 
-int chunk_count(const uint8_t *data, size_t size) {
-        unsigned mode = size > 0 ? data[0] & CHUNK_MODE_MASK : 0;
-        if (size < 13 || mode < CHUNK_XOR || mode > CHUNK_SPLIT || (data[0] & ~(CHUNK_MODE_MASK | CHUNK_REGULAR)))
+/* Reads byte 0 and the count; r is left at the first stream. */
+static int chunk_open(struct in *r, size_t *ret_columns) {
+        uint64_t n = 0;
+        uint8_t head = in_byte(r);
+        size_t columns = head & ~CHUNK_FORMAT_MASK;
+        if ((head & CHUNK_FORMAT_MASK) != CHUNK_FORMAT || columns == 0 || columns > CHUNK_COLUMNS_MAX ||
+            !in_varint(r, &n) || n == 0 || n >= CHUNK_SAMPLES_MAX)
                 return -EBADMSG;
-        uint32_t n = (uint32_t) data[1] | (uint32_t) data[2] << 8 | (uint32_t) data[3] << 16 | (uint32_t) data[4] << 24;
-        if (n == 0 || n >= CHUNK_MAX_SAMPLES)
-                return -EBADMSG;
+        if (ret_columns)
+                *ret_columns = columns;
         return (int) n;
 }
 
-int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values) {
-        int n = chunk_count(data, size);
+int chunk_count(const uint8_t *data, size_t size, size_t *ret_columns) {
+        struct in r = { .data = data, .size = size };
+        return chunk_open(&r, ret_columns);
+}
+
+/* The next stream: body as its own reader, r moved past it. */
+static bool stream_next(struct in *r, struct in *body) {
+        uint64_t len = 0;
+        if (!in_varint(r, &len) || len > r->size - r->pos / 8) {
+                r->bad = true;
+                return false;
+        }
+        *body = (struct in){ .data = r->data + r->pos / 8, .size = (size_t) len };
+        r->pos += 8 * (size_t) len;
+        return true;
+}
+
+static void values_read(struct in *r, size_t n, size_t m, double *v) {
+        uint8_t kind = in_byte(r);
+        if (kind == STREAM_CONST) {
+                uint64_t u = 0;
+                for (int b = 0; b < 8; b++)
+                        u |= (uint64_t) in_byte(r) << (8 * b);
+                for (size_t i = 0; i < m; i++)
+                        v[i] = bits_double(u);
+        } else if (kind == STREAM_INT) {
+                int_read(r, n, m, NULL, v);
+        } else if (kind == STREAM_XOR) {
+                xor_read(r, m, v);
+        } else if (kind == STREAM_SPLIT) {
+                unsigned width = in_byte(r);
+                if (width > 52)
+                        r->bad = true;
+                else
+                        split_read(r, m, width, v);
+        } else {
+                r->bad = true;
+        }
+}
+
+int chunk_decode(const uint8_t *data, size_t size, int64_t until, int64_t *ts, double *const *columns, unsigned mask) {
+        struct in r = { .data = data, .size = size }, body;
+        size_t n_columns = 0;
+        int n = chunk_open(&r, &n_columns);
         if (n < 0)
                 return n;
-        struct bit_reader rd = { .data = data, .size_bits = size * 8, .pos = 40 };
-        struct xor_state xs = { 0 };
-        int64_t prev_delta = 0, prev_int = 0, prev_int_delta = 0;
-        unsigned mode = data[0] & CHUNK_MODE_MASK;
-        bool regular = data[0] & CHUNK_REGULAR;
-        uint64_t t = reader_get(&rd, 64);
-        int64_t step = regular ? get_varbits(&rd) : 0;
-        double constant = mode == CHUNK_CONST ? bits_double(reader_get(&rd, 64)) : 0;
-        int64_t base = mode == CHUNK_INT ? get_varbits(&rd) : 0;
-        int64_t g = mode == CHUNK_INT ? get_varbits(&rd) : 1;
-        uint64_t prev_hi = 0x3ff;
-
-        for (int i = 0; i < n && !rd.overrun; i++) {
-                if (i > 0 && regular) {
-                        t += (uint64_t) step;
-                } else if (i > 0) {
-                        prev_delta = (int64_t) ((uint64_t) prev_delta + (uint64_t) get_dod(&rd));
-                        t += (uint64_t) prev_delta;
-                }
-                ts[i] = (int64_t) t;
-                if (mode == CHUNK_CONST) {
-                        values[i] = constant;
-                } else if (mode == CHUNK_INT) {
-                        prev_int_delta += get_varbits(&rd);
-                        prev_int += prev_int_delta;
-                        values[i] = (double) (base + prev_int * g);
-                } else if (mode == CHUNK_SPLIT) {
-                        values[i] = get_split(&rd, &prev_hi);
-                } else {
-                        values[i] = get_xor(&rd, &xs);
-                }
+        if (!stream_next(&r, &body) || in_byte(&body) != STREAM_INT)
+                return -EBADMSG;
+        int_read(&body, (size_t) n, (size_t) n, ts, NULL);
+        if (body.bad)
+                return -EBADMSG;
+        size_t m = 0, hi = (size_t) n;
+        while (m < hi) { /* the first timestamp past until */
+                size_t mid = m + (hi - m) / 2;
+                if (ts[mid] <= until)
+                        m = mid + 1;
+                else
+                        hi = mid;
         }
-        return rd.overrun ? -EBADMSG : n;
+        for (size_t c = 0; c < n_columns && m > 0; c++) {
+                if (!stream_next(&r, &body))
+                        return -EBADMSG;
+                if (!(mask & (1u << c)))
+                        continue;
+                values_read(&body, (size_t) n, m, columns[c]);
+                if (body.bad)
+                        return -EBADMSG;
+        }
+        return (int) m;
 }

@@ -1,9 +1,22 @@
-/* Compressed chunks of one series' samples (timestamp, value), as stored in
- * the raw tier: Gorilla-style delta-of-delta timestamps and either
- * delta-of-delta integers (when every value of the chunk is an integer that a
- * double holds exactly, as counters and byte gauges are) or XOR-encoded
- * doubles otherwise. Decoding gives back every bit of every value, NaN
- * payloads and the sign of zero included.
+/* Compressed chunks: the samples of one series over a span of time, as
+ * stored in every tier. A chunk holds n timestamps and one to
+ * CHUNK_COLUMNS_MAX columns of values (the raw tier has one, a rollup chunk
+ * five: min, max, sum, count, last). Every stream (the timestamps, each
+ * column) is encoded on its own, in whichever of these codings is smallest
+ * for it, and can be decoded without the others:
+ *
+ *   - constant: one value for every sample;
+ *   - integers: values that are whole numbers, or decimal numbers with at
+ *     most 9 places, or binary fractions, as integers (v - base) / step,
+ *     coded as they are, as differences, or as differences of differences,
+ *     with runs of zeros counted and the rest in a fixed or a per-value
+ *     width (timestamps always take this coding);
+ *   - XOR with the previous value (Facebook's Gorilla);
+ *   - split: sign and exponent when they change, then the mantissa bits
+ *     that are not zero in every value.
+ *
+ * Decoding gives back every value bit for bit: NaN payloads, infinities,
+ * signed zeros, subnormals. docs/storage.md describes the layout.
  *
  * Pure functions over memory: safe from any thread. */
 #pragma once
@@ -11,14 +24,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Encodes n >= 1 samples with strictly increasing timestamps into a new
- * malloc()ed buffer. Returns 0, -EINVAL (n == 0, n too big, timestamps
- * not increasing) or -ENOMEM. */
-int chunk_encode(const int64_t *ts, const double *values, size_t n, uint8_t **ret_data, size_t *ret_size);
+#define CHUNK_COLUMNS_MAX 5
+#define CHUNK_SAMPLES_MAX (1u << 24)
 
-/* Number of samples in an encoded chunk, or -EBADMSG when it is malformed. */
-int chunk_count(const uint8_t *data, size_t size);
+/* Encodes n >= 1 samples into a new malloc()ed buffer: ts[] strictly
+ * increasing, spanning less than 2^53 ms, and columns[c][i] the value of
+ * column c (< n_columns) at ts[i]. Returns 0, -EINVAL (bad n, n_columns or
+ * timestamps) or -ENOMEM. */
+int chunk_encode(const int64_t *ts, const double *const *columns, size_t n_columns, size_t n, uint8_t **ret_data,
+                 size_t *ret_size);
 
-/* Decodes into ts[] and values[], which hold at least chunk_count()
- * entries. Returns the number of samples or -EBADMSG. */
-int chunk_decode(const uint8_t *data, size_t size, int64_t *ts, double *values);
+/* Number of samples in an encoded chunk, or -EBADMSG when it is not one;
+ * ret_columns (may be NULL) receives the number of columns. */
+int chunk_count(const uint8_t *data, size_t size, size_t *ret_columns);
+
+/* Decodes the samples whose timestamps are at most until: their
+ * timestamps into ts[] and, for each column c whose bit is set in mask,
+ * their values into columns[c][] (each with room for chunk_count()
+ * entries). Returns the number of samples decoded or -EBADMSG. */
+int chunk_decode(const uint8_t *data, size_t size, int64_t until, int64_t *ts, double *const *columns, unsigned mask);

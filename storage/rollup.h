@@ -1,8 +1,11 @@
 /* Aggregation cells: the min, max, sum, count and last of a set of samples,
- * the shape of a rollup row and of a query bucket. NaN samples are left out
- * (SQLite stores NaN as NULL); infinities are kept. Pure functions. */
+ * the shape of a rollup and of a query bucket. NaN samples are left out;
+ * infinities are kept. Rollups of an hour are stored as one chunk
+ * (storage/chunk.h) with a column per field. Pure functions. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "storage/store.h"
@@ -12,6 +15,9 @@ struct rollup_cell {
         int64_t count; /* 0: the cell is empty and the other fields are unset */
 };
 
+/* The columns of a rollup chunk. */
+enum rollup_column { ROLLUP_MIN, ROLLUP_MAX, ROLLUP_SUM, ROLLUP_COUNT, ROLLUP_LAST, ROLLUP__COLUMNS };
+
 /* Adds one sample, newer than every sample already in the cell. */
 void rollup_cell_add(struct rollup_cell *c, double v);
 
@@ -20,3 +26,10 @@ void rollup_cell_merge(struct rollup_cell *into, const struct rollup_cell *c);
 
 /* The cell's value under agg; the cell must not be empty. */
 double rollup_cell_value(const struct rollup_cell *c, enum history_agg agg);
+
+/* The columns (a mask of 1 << enum rollup_column) that agg needs, and with
+ * rate those that a rate from rollups needs (last, and min for resets). */
+unsigned rollup_columns(enum history_agg agg, bool rate);
+
+/* Encodes n non-empty cells, starting at ts[] (ascending), as a chunk. */
+int rollup_encode(const int64_t *ts, const struct rollup_cell *cells, size_t n, uint8_t **ret_data, size_t *ret_size);

@@ -41,7 +41,8 @@ static int sample_compare(const void *a, const void *b) {
         return cursor_position_compare(&p, &q);
 }
 
-/* From the chunks of each series: its first `want` samples after the
+/* From the chunks of each series (its hourly chunks, then its head
+ * chunks of the hour not yet merged): its first `want` samples after the
  * position. A series that has more lowers the cut to its last one taken,
  * so that the pool holds every sample up to the cut. Chunks that end
  * before the position are not decoded. */
@@ -54,9 +55,9 @@ static int read_chunks(struct store *s, const struct cursor_position *after, siz
 
         if (r == 0)
                 r = sql_prepare(s->read_db,
-                                "SELECT end_ts, data FROM chunks WHERE series_id = ?1 AND start_ts >= "
-                                "coalesce((SELECT max(start_ts) FROM chunks WHERE series_id = ?1 AND start_ts <= ?2), "
-                                "0) ORDER BY start_ts",
+                                "SELECT end_ts, data FROM (SELECT start_ts, end_ts, data FROM chunks "
+                                "WHERE series_id = ?1 AND end_ts >= ?2 UNION ALL SELECT start_ts, end_ts, data "
+                                "FROM head WHERE series_id = ?1 AND end_ts >= ?2) ORDER BY start_ts",
                                 &chunks);
         while (r == 0 && (rc = sqlite3_step(ids)) == SQLITE_ROW) {
                 int64_t id = sqlite3_column_int64(ids, 0);
@@ -64,11 +65,9 @@ static int read_chunks(struct store *s, const struct cursor_position *after, siz
                 sqlite3_bind_int64(chunks, 1, id);
                 sqlite3_bind_int64(chunks, 2, after->timestamp_ms);
                 while (r == 0 && got < want && (rc = sqlite3_step(chunks)) == SQLITE_ROW) {
-                        if (sqlite3_column_int64(chunks, 0) < after->timestamp_ms)
-                                continue;
                         const uint8_t *data = sqlite3_column_blob(chunks, 1);
                         size_t size = (size_t) sqlite3_column_bytes(chunks, 1);
-                        int n = chunk_count(data, size);
+                        int n = chunk_count(data, size, NULL);
                         if (n < 0) {
                                 r = -EUCLEAN;
                                 break;
@@ -84,7 +83,7 @@ static int read_chunks(struct store *s, const struct cursor_position *after, siz
                                         break;
                                 }
                         }
-                        n = chunk_decode(data, size, ts, v);
+                        n = chunk_decode(data, size, INT64_MAX, ts, (double *const[]){ v }, 1);
                         if (n < 0) {
                                 r = -EUCLEAN;
                                 break;
@@ -142,7 +141,8 @@ static int read_recent(struct store *s, const struct cursor_position *after, siz
         return r;
 }
 
-/* The oldest tick of the open span (every tick before it is in chunks),
+/* The oldest tick of the open span (every tick before it is in chunks or
+ * head chunks),
  * INT64_MAX when there is none. */
 static int recent_start(struct store *s, int64_t *ret) {
         int64_t ts = 0, n = 0;
@@ -283,8 +283,9 @@ static int cursor_count_after(void *impl, const struct cursor_position *after, u
         if (r == 0 && after->timestamp_ms < recent_from)
                 r = sql_prepare(s->read_db,
                                 "SELECT coalesce(sum(CASE WHEN start_ts > ?1 THEN count "
-                                "ELSE count * (end_ts - ?1) / (end_ts - start_ts) END), 0) "
-                                "FROM chunks WHERE end_ts > ?1",
+                                "ELSE count * (end_ts - ?1) / (end_ts - start_ts) END), 0) FROM "
+                                "(SELECT start_ts, end_ts, count FROM chunks WHERE end_ts > ?1 UNION ALL "
+                                "SELECT start_ts, end_ts, count FROM head WHERE end_ts > ?1)",
                                 &st);
         if (r == 0 && st) {
                 sqlite3_bind_int64(st, 1, after->timestamp_ms);

@@ -3,8 +3,10 @@
  *   store.c            the interface: open, close, register, append, stats
  *   store-open.c       connecting: the lock, file checks, a damaged file set aside
  *   store-check.c      the scheduled integrity check, on a thread of its own
- *   store-schema.c     the tables, and migration from older schemas
- *   store-write.c      the tick path: recent rows, chunks, rollups, series
+ *   store-schema.c     the tables
+ *   store-migrate.c    migration from older schemas
+ *   store-write.c      the tick path: recent rows, head chunks, series
+ *   store-compact.c    an hour's head chunks merged into one, and its rollups
  *   store-retention.c  age limits per tier and the size cap
  *   query.c            range queries and the series list
  *   store-cursor.c     stored samples in order for forwarders, their saved positions
@@ -15,6 +17,7 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,10 +30,30 @@
 #define STORE_MINUTE_MS 60000
 #define STORE_HOUR_MS 3600000
 
-/* Samples per chunk at most, and ticks kept in memory at most while the
+/* Samples per head chunk at most (a minute at 0.5 s intervals): the open
+ * chunk's ticks stay in memory. Ticks kept in memory at most while the
  * database cannot be written. */
-#define CHUNK_TICKS_MAX 320
-#define BUFFER_TICKS_MAX (2 * CHUNK_TICKS_MAX)
+#define CHUNK_TICKS_MAX 120
+#define BUFFER_TICKS_MAX 640
+/* Samples a tick merges at most while compacting (a few milliseconds). */
+#define COMPACT_SAMPLES_PER_TICK 200000
+
+/* The key of a minute rollup row: series_id * 2^24 + the hour's number
+ * since 1970, in SQL (?1 the series id, ?2 a time in the hour). */
+#define STORE_MINUTES_KEY(series, ts) "(" series " * 16777216 + " ts " / 3600000)"
+
+static inline int64_t store_hour_of(int64_t ts) {
+        return ts - ((ts % STORE_HOUR_MS) + STORE_HOUR_MS) % STORE_HOUR_MS;
+}
+
+/* The series rows as queries need them, loaded once per change of the
+ * series table (s->series_generation); guarded by read_lock. */
+struct series_cache {
+        uint64_t generation;
+        size_t n;
+        int64_t *ids; /* ascending */
+        struct series_desc *descs;
+};
 
 /* A forwarder's position saved through store_cursor_ops, and whether the
  * database has it yet. */
@@ -50,12 +73,15 @@ struct store {
         sqlite3 *db;      /* the tick loop's connection */
         sqlite3 *read_db; /* queries' connection, serialised by read_lock */
         pthread_mutex_t read_lock;
+        struct series_cache cache;
+        atomic_uint_fast64_t series_generation; /* bumped when series rows change */
         /* The tick loop's statements, prepared once. */
-        sqlite3_stmt *st_recent, *st_chunk, *st_merge[2];
+        sqlite3_stmt *st_recent, *st_head, *st_pending;
 
-        /* The registered series and the ticks not yet in chunks. */
+        /* The registered series and the ticks not yet in head chunks. */
         struct tickbuf buf;
-        int64_t rolled_ms; /* samples older than this are in the rollups */
+        /* Compaction in progress: the hour, and the next series id in it. */
+        int64_t compact_hour, compact_next_id;
 
         uint64_t ticks_seen, retry_at, backoff;
         int64_t last_retention_ms;
@@ -126,25 +152,30 @@ void store_db_disconnect(struct store *s);
 /* ---- store-schema.c ---- */
 
 /* Creates the tables or migrates them to STORE_SCHEMA_VERSION, and moves
- * what a previous run left in recent into chunks. -EPROTONOSUPPORT for a
- * newer schema. */
+ * what a previous run left in recent into head chunks. -EPROTONOSUPPORT
+ * for a newer schema. */
 int store_schema_setup(struct store *s);
+
+/* Prepares the tick loop's statements: recent rows, head chunks, pending
+ * hours. */
+int store_prepare_writers(struct store *s);
+
+/* ---- store-migrate.c ---- */
+
+/* Converts schema 1 (a row per sample) or 2 (5-minute chunks, rollup rows)
+ * to the current tables, inside the caller's transaction. */
+int store_migrate_from_1(struct store *s);
+int store_migrate_from_2(struct store *s);
 
 /* ---- store-write.c ---- */
 
-/* Prepares the chunk insert and the two rollup merges (1 min, 1 h). */
-int store_prepare_writers(struct store *s, sqlite3_stmt **insert, sqlite3_stmt *merge[2]);
+/* Writes samples (ts ascending) of one series as head chunks, split at
+ * chunk span boundaries and at CHUNK_TICKS_MAX samples, and marks their
+ * hours pending. */
+int store_write_head(struct store *s, int64_t series_id, const int64_t *ts, const double *v, size_t n);
 
-/* Writes samples (ts ascending) of one series as chunks, split at chunk
- * span boundaries and at CHUNK_TICKS_MAX samples. */
-int store_write_chunks(struct store *s, sqlite3_stmt *insert, int64_t series_id, const int64_t *ts, const double *v,
-                       size_t n);
-
-/* Adds samples (ts ascending) of one series to the 1 min and 1 h rollups. */
-int store_write_rollups(sqlite3_stmt *const *merge, int64_t series_id, const int64_t *ts, const double *v, size_t n);
-
-/* Moves every sample of the recent table into chunks and rollups, inside
- * the caller's transaction. */
+/* Moves every sample of the recent table into head chunks, inside the
+ * caller's transaction. */
 int store_close_out_recent(struct store *s);
 
 /* Enters b's series into the series table (one transaction), writing
@@ -154,10 +185,44 @@ int store_write_series(struct store *s, struct tickbuf *b);
 /* Writes what the buffer holds and the database lacks, in one transaction. */
 int store_sync_ticks(struct store *s);
 
+/* ---- store-compact.c ---- */
+
+/* Statements that store_put_chunk() binds: a raw chunk row. */
+#define STORE_PUT_CHUNK                                                                                                \
+        "INSERT OR REPLACE INTO chunks(series_id, hour, data, start_ts, end_ts, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+#define STORE_PUT_HEAD                                                                                                 \
+        "INSERT OR REPLACE INTO head(series_id, start_ts, data, end_ts, count) VALUES (?1, ?2, ?3, ?5, ?6)"
+
+/* Binds and runs one of those: the series, the row's key (the hour, or
+ * the first sample's time), the encoded samples, their first and last
+ * times and their number. */
+int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
+                    int64_t last, size_t count);
+
+/* Writes one hour's minute rollups (n non-empty cells starting at ts[])
+ * as a row of rollup_1m with STORE_PUT_MINUTES. */
+#define STORE_PUT_MINUTES                                                                                              \
+        "INSERT OR REPLACE INTO rollup_1m(key, series_id, hour, data, minutes, count) "                                \
+        "VALUES (" STORE_MINUTES_KEY("?1", "?2") ", ?1, ?2, ?3, ?4, ?5)"
+int store_put_minutes(sqlite3_stmt *st, int64_t series_id, int64_t hour, const int64_t *ts,
+                      const struct rollup_cell *cells, size_t n);
+
+/* Puts samples in time order, keeping the later one of any timestamp seen
+ * twice (the clock was set back); *n shrinks by the duplicates. */
+int store_sort_samples(int64_t *ts, double *v, size_t *n);
+
+/* Compacts series of pending hours that ended before before_ms until about
+ * budget samples were merged (0: no limit): each series' chunks of the
+ * hour become one, its 1-minute and 1-hour rollups are computed from them,
+ * and the hour stops being pending once every series is done. Inside the
+ * caller's transaction; *ret_more (may be NULL) tells whether work remains. */
+int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_more);
+
 /* ---- store-retention.c ---- */
 
 /* Deletes what is past each tier's retention, then the oldest rows while
- * the file exceeds the size cap; inside the caller's transaction. */
+ * the file exceeds the size cap; inside the caller's transaction. Raw
+ * data of pending hours stays: their rollups are made from it. */
 int store_enforce_retention(struct store *s, int64_t now_ms);
 
 /* ---- store-cursor.c ---- */

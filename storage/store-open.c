@@ -15,10 +15,9 @@
 
 void store_db_disconnect(struct store *s) {
         sqlite3_finalize(s->st_recent);
-        sqlite3_finalize(s->st_chunk);
-        sqlite3_finalize(s->st_merge[0]);
-        sqlite3_finalize(s->st_merge[1]);
-        s->st_recent = s->st_chunk = s->st_merge[0] = s->st_merge[1] = NULL;
+        sqlite3_finalize(s->st_head);
+        sqlite3_finalize(s->st_pending);
+        s->st_recent = s->st_head = s->st_pending = NULL;
         pthread_mutex_lock(&s->read_lock);
         sqlite3_close(s->read_db);
         s->read_db = NULL;
@@ -107,10 +106,6 @@ int store_db_connect(struct store *s) {
                 r = sql_quick_check(s->db);
         if (r == 0)
                 r = store_schema_setup(s);
-        if (r == 0)
-                r = store_prepare_writers(s, &s->st_chunk, s->st_merge);
-        if (r == 0)
-                r = sql_prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READONLY, &read_db);
         if (r < 0) {

@@ -1,17 +1,23 @@
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdlib.h>
+#include <stdio.h>
 
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-/* Schema 2 (docs/storage.md): series with JSON labels so that
- * `sqlite3 neurond.db` users can filter with json_extract(); raw samples as
- * one compressed chunk per series and span; the open chunk's ticks in
- * recent, one row per tick, so that every tick is durable at once; rollup
- * rows a person can read; meta for the rollup watermark. */
+/* Schema 3 (docs/storage.md): series with JSON labels so that
+ * `sqlite3 neurond.db` users can filter with json_extract(); every tier as
+ * compressed chunks (storage/chunk.h) except the 1-hour rollups, a row a
+ * person can read per series and hour. Raw samples reach the database as
+ * one row per tick in recent (durable at once), then as head chunks of a
+ * minute, then, once their hour has ended, as one chunk per series and
+ * hour, when that hour's rollups are computed from them. Head chunks and
+ * hourly chunks live in separate tables so that the churn of the first
+ * does not leave holes among the second. A minute rollup row's key
+ * (STORE_MINUTES_KEY) puts a series' hours side by side: a week of one
+ * series is a few adjacent pages. 4 KiB pages: chunks larger than a page
+ * go to overflow pages that they fill, and a tick's commit writes little. */
 static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  id INTEGER PRIMARY KEY,"
                                  "  metric TEXT NOT NULL,"
@@ -19,19 +25,31 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  UNIQUE (metric, labels));"
                                  "CREATE TABLE IF NOT EXISTS chunks ("
                                  "  series_id INTEGER NOT NULL,"
+                                 "  hour INTEGER NOT NULL,"
+                                 "  start_ts INTEGER NOT NULL,"
+                                 "  end_ts INTEGER NOT NULL,"
+                                 "  count INTEGER NOT NULL,"
+                                 "  data BLOB NOT NULL,"
+                                 "  UNIQUE (series_id, hour));"
+                                 "CREATE TABLE IF NOT EXISTS head ("
+                                 "  series_id INTEGER NOT NULL,"
                                  "  start_ts INTEGER NOT NULL,"
                                  "  end_ts INTEGER NOT NULL,"
                                  "  count INTEGER NOT NULL,"
                                  "  data BLOB NOT NULL,"
                                  "  UNIQUE (series_id, start_ts));"
+                                 "CREATE TABLE IF NOT EXISTS pending ("
+                                 "  hour INTEGER PRIMARY KEY);"
                                  "CREATE TABLE IF NOT EXISTS recent ("
                                  "  ts INTEGER PRIMARY KEY,"
                                  "  data BLOB NOT NULL);"
                                  "CREATE TABLE IF NOT EXISTS rollup_1m ("
+                                 "  key INTEGER PRIMARY KEY,"
                                  "  series_id INTEGER NOT NULL,"
-                                 "  ts INTEGER NOT NULL,"
-                                 "  min REAL, max REAL, sum REAL, count INTEGER NOT NULL, last REAL,"
-                                 "  PRIMARY KEY (series_id, ts)) WITHOUT ROWID;"
+                                 "  hour INTEGER NOT NULL,"
+                                 "  minutes INTEGER NOT NULL,"
+                                 "  count INTEGER NOT NULL,"
+                                 "  data BLOB NOT NULL);"
                                  "CREATE TABLE IF NOT EXISTS rollup_1h ("
                                  "  series_id INTEGER NOT NULL,"
                                  "  ts INTEGER NOT NULL,"
@@ -54,61 +72,18 @@ static const char rename_labels_sql[] =
         "WHERE metric = 'hardware_ecc_events_total' AND json_type(labels, '$.neuron_device') IS NOT NULL "
         "AND json_type(labels, '$.event_type') IS NOT NULL";
 
-/* Schema 1 kept one row per sample in samples(series_id, ts, value). */
-static int migrate_from_1(struct store *s) {
-        sqlite3_stmt *sel = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
-        int64_t *ts = NULL, cur = -1;
-        double *v = NULL;
-        size_t n = 0, cap = 0;
-        int r, rc;
-
-        r = store_prepare_writers(s, &insert, merge);
+int store_prepare_writers(struct store *s) {
+        int r = sql_prepare(s->db, "INSERT OR REPLACE INTO recent(ts, data) VALUES (?1, ?2)", &s->st_recent);
         if (r == 0)
-                r = sql_prepare(s->db, "SELECT series_id, ts, value FROM samples ORDER BY series_id, ts", &sel);
-        while (r == 0) {
-                rc = sqlite3_step(sel);
-                int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 0) : -1;
-                if (n > 0 && id != cur) {
-                        r = store_write_chunks(s, insert, cur, ts, v, n);
-                        if (r == 0)
-                                r = store_write_rollups(merge, cur, ts, v, n);
-                        n = 0;
-                }
-                if (rc != SQLITE_ROW) {
-                        if (r == 0 && rc != SQLITE_DONE)
-                                r = sql_errno(rc);
-                        break;
-                }
-                if (n == cap) {
-                        cap = cap ? 2 * cap : 4096;
-                        int64_t *t2 = realloc(ts, cap * sizeof(*t2));
-                        if (t2)
-                                ts = t2;
-                        double *v2 = realloc(v, cap * sizeof(*v2));
-                        if (v2)
-                                v = v2;
-                        if (!t2 || !v2) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                }
-                cur = id;
-                ts[n] = sqlite3_column_int64(sel, 1);
-                v[n++] = sqlite3_column_type(sel, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(sel, 2);
-        }
-        sqlite3_finalize(sel);
-        sqlite3_finalize(insert);
-        sqlite3_finalize(merge[0]);
-        sqlite3_finalize(merge[1]);
-        free(ts);
-        free(v);
+                r = sql_prepare(s->db, STORE_PUT_HEAD, &s->st_head);
         if (r == 0)
-                r = sql_exec(s->db, "DROP TABLE samples");
+                r = sql_prepare(s->db, "INSERT OR IGNORE INTO pending(hour) VALUES (?1)", &s->st_pending);
         return r;
 }
 
 int store_schema_setup(struct store *s) {
         int64_t version = 0, tables = 0;
+        char set_version[48];
         int r = sql_query_int(s->db, "PRAGMA user_version", &version);
         if (r < 0)
                 return r;
@@ -119,22 +94,29 @@ int store_schema_setup(struct store *s) {
                 return r;
         /* auto_vacuum can be chosen only before the first table exists,
          * or by a VACUUM after a migration. */
-        /* 16 KiB pages hold several chunks each, with less left over at
-         * the end of a page than 4 KiB ones. */
         if (tables == 0)
-                r = sql_exec(s->db, "PRAGMA page_size = 16384; PRAGMA auto_vacuum = INCREMENTAL");
+                r = sql_exec(s->db, "PRAGMA page_size = 4096; PRAGMA auto_vacuum = INCREMENTAL");
         if (r == 0)
                 r = sql_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
         if (r == 0)
                 r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        /* Schema 2's tables of the same names move aside first. */
+        if (r == 0 && version == 2)
+                r = sql_exec(s->db,
+                             "ALTER TABLE chunks RENAME TO chunks_2; ALTER TABLE rollup_1m RENAME TO rollup_1m_2");
         if (r == 0)
                 r = sql_exec(s->db, schema_sql);
+        if (r == 0)
+                r = store_prepare_writers(s);
         if (r == 0 && version == 1)
-                r = migrate_from_1(s);
+                r = store_migrate_from_1(s);
+        if (r == 0 && version == 2)
+                r = store_migrate_from_2(s);
         if (r == 0)
                 r = sql_exec(s->db, rename_labels_sql);
+        snprintf(set_version, sizeof(set_version), "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
         if (r == 0 && version < STORE_SCHEMA_VERSION)
-                r = sql_exec(s->db, "PRAGMA user_version = 2");
+                r = sql_exec(s->db, set_version);
         if (r == 0)
                 r = store_close_out_recent(s);
         if (r == 0)
@@ -143,9 +125,11 @@ int store_schema_setup(struct store *s) {
                 sql_exec(s->db, "ROLLBACK");
                 return r;
         }
+        atomic_fetch_add(&s->series_generation, 1);
         int64_t vacuum_mode = 0;
         r = sql_query_int(s->db, "PRAGMA auto_vacuum", &vacuum_mode);
-        if (r == 0 && vacuum_mode != 2)
+        /* A migration leaves the old tables' pages free: give them back. */
+        if (r == 0 && (vacuum_mode != 2 || (version > 0 && version < STORE_SCHEMA_VERSION)))
                 r = sql_exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM");
         return r;
 }

@@ -8,68 +8,10 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-static const char *const rollup_merge_sql[2] = {
-        "INSERT INTO rollup_1m(series_id, ts, min, max, sum, count, last) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-        "ON CONFLICT (series_id, ts) DO UPDATE SET min = min(min, excluded.min), max = max(max, excluded.max), "
-        "sum = sum + excluded.sum, count = count + excluded.count, last = excluded.last",
-        "INSERT INTO rollup_1h(series_id, ts, min, max, sum, count, last) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-        "ON CONFLICT (series_id, ts) DO UPDATE SET min = min(min, excluded.min), max = max(max, excluded.max), "
-        "sum = sum + excluded.sum, count = count + excluded.count, last = excluded.last",
-};
-
-static int set_meta(struct store *s, const char *key, int64_t value) {
-        sqlite3_stmt *st = NULL;
-        int r = sql_prepare(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, value);
-        r = sql_step_done(st);
-        sqlite3_finalize(st);
-        return r;
-}
-
-/* Writes one cell into a rollup tier, merging with what is there: cells
- * only ever carry samples not yet counted (see rolled_ms), so a minute
- * that a restart split in two adds up right. */
-static int rollup_write(sqlite3_stmt *st, int64_t series_id, int64_t ts, const struct rollup_cell *c) {
-        sqlite3_bind_int64(st, 1, series_id);
-        sqlite3_bind_int64(st, 2, ts);
-        sqlite3_bind_double(st, 3, c->min);
-        sqlite3_bind_double(st, 4, c->max);
-        sqlite3_bind_double(st, 5, c->sum);
-        sqlite3_bind_int64(st, 6, c->count);
-        sqlite3_bind_double(st, 7, c->last);
-        return sql_step_done(st);
-}
-
-int store_write_rollups(sqlite3_stmt *const *merge, int64_t series_id, const int64_t *ts, const double *v, size_t n) {
-        static const int64_t res[2] = { STORE_MINUTE_MS, STORE_HOUR_MS };
-        for (int tier = 0; tier < 2; tier++) {
-                struct rollup_cell cell = { 0 };
-                int64_t bucket = 0;
-                for (size_t i = 0; i < n; i++) {
-                        int64_t b = ts[i] - ts[i] % res[tier];
-                        if (cell.count > 0 && b != bucket) {
-                                int r = rollup_write(merge[tier], series_id, bucket, &cell);
-                                if (r < 0)
-                                        return r;
-                                cell = (struct rollup_cell){ 0 };
-                        }
-                        bucket = b;
-                        rollup_cell_add(&cell, v[i]);
-                }
-                if (cell.count > 0) {
-                        int r = rollup_write(merge[tier], series_id, bucket, &cell);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-int store_write_chunks(struct store *s, sqlite3_stmt *insert, int64_t series_id, const int64_t *ts, const double *v,
-                       size_t n) {
+/* Writes samples of one series as head chunks: split at chunk span
+ * boundaries (so that no chunk crosses an hour) and at CHUNK_TICKS_MAX
+ * samples. Each chunk's hour becomes pending: its rollups are due. */
+int store_write_head(struct store *s, int64_t series_id, const int64_t *ts, const double *v, size_t n) {
         size_t at = 0;
         while (at < n) {
                 size_t end = at + 1;
@@ -78,17 +20,15 @@ int store_write_chunks(struct store *s, sqlite3_stmt *insert, int64_t series_id,
                         end++;
                 uint8_t *data = NULL;
                 size_t size = 0;
-                int r = chunk_encode(ts + at, v + at, end - at, &data, &size);
+                int r = chunk_encode(ts + at, (const double *const[]){ v + at }, 1, end - at, &data, &size);
                 if (r < 0)
                         return r;
-                sqlite3_bind_int64(insert, 1, series_id);
-                sqlite3_bind_int64(insert, 2, ts[at]);
-                sqlite3_bind_int64(insert, 3, ts[end - 1]);
-                sqlite3_bind_int64(insert, 4, (int64_t) (end - at));
-                sqlite3_bind_blob(insert, 5, data, (int) size, SQLITE_STATIC);
-                r = sql_step_done(insert);
-                sqlite3_clear_bindings(insert);
+                r = store_put_chunk(s->st_head, series_id, ts[at], data, size, ts[at], ts[end - 1], end - at);
                 free(data);
+                if (r == 0) {
+                        sqlite3_bind_int64(s->st_pending, 1, store_hour_of(ts[at]));
+                        r = sql_step_done(s->st_pending);
+                }
                 if (r < 0)
                         return r;
                 at = end;
@@ -108,38 +48,21 @@ static int triple_cmp(const void *a, const void *b) {
         return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-int store_prepare_writers(struct store *s, sqlite3_stmt **insert, sqlite3_stmt *merge[2]) {
-        int r = sql_prepare(
-                s->db,
-                "INSERT OR REPLACE INTO chunks(series_id, start_ts, end_ts, count, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-                insert);
-        if (r == 0)
-                r = sql_prepare(s->db, rollup_merge_sql[0], &merge[0]);
-        if (r == 0)
-                r = sql_prepare(s->db, rollup_merge_sql[1], &merge[1]);
-        return r;
-}
-
-/* Moves every sample of the recent table into chunks and rollups, inside
- * the caller's transaction: on open (after a crash or a clean stop) and
- * on close, so that an open chunk never outlives the process that wrote it
+/* Moves every sample of the recent table into head chunks, inside the
+ * caller's transaction: on open (after a crash or a clean stop) and on
+ * close, so that an open chunk never outlives the process that wrote it
  * and the series set may change between runs. */
 int store_close_out_recent(struct store *s) {
-        sqlite3_stmt *sel = NULL, *insert = NULL, *merge[2] = { NULL, NULL };
+        sqlite3_stmt *sel = NULL;
         struct triple *all = NULL;
+        int64_t *ts = NULL;
+        double *v = NULL;
         size_t n = 0, cap = 0;
-        int64_t rolled = INT64_MIN;
         int r, rc;
 
-        /* Samples older than the watermark are in the rollups already. */
-        r = sql_query_int(s->db,
-                          "SELECT coalesce((SELECT value FROM meta WHERE key = 'rolled_ms'), -9223372036854775807 - 1)",
-                          &rolled);
-        if (r < 0)
-                return r;
         r = sql_prepare(s->db, "SELECT ts, data FROM recent ORDER BY ts", &sel);
         while (r == 0 && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-                int64_t ts = sqlite3_column_int64(sel, 0);
+                int64_t t = sqlite3_column_int64(sel, 0);
                 const uint8_t *p = sqlite3_column_blob(sel, 1);
                 size_t entries = (size_t) sqlite3_column_bytes(sel, 1) / STORE_RECENT_ENTRY;
                 if (n + entries > cap) {
@@ -152,7 +75,7 @@ int store_close_out_recent(struct store *s) {
                         all = grown;
                 }
                 for (size_t e = 0; e < entries; e++, p += STORE_RECENT_ENTRY)
-                        all[n++] = (struct triple){ .id = store_recent_id(p), .ts = ts, .v = store_recent_value(p) };
+                        all[n++] = (struct triple){ .id = store_recent_id(p), .ts = t, .v = store_recent_value(p) };
         }
         if (r == 0 && rc != SQLITE_DONE)
                 r = sql_errno(rc);
@@ -161,39 +84,24 @@ int store_close_out_recent(struct store *s) {
                 goto out;
         qsort(all, n, sizeof(*all), triple_cmp);
 
-        int64_t *ts = malloc(n * sizeof(*ts));
-        double *v = malloc(n * sizeof(*v));
+        ts = malloc(n * sizeof(*ts));
+        v = malloc(n * sizeof(*v));
         if (!ts || !v)
                 r = -ENOMEM;
-        if (r == 0)
-                r = store_prepare_writers(s, &insert, merge);
         for (size_t at = 0; at < n && r == 0;) {
-                size_t k = 0, from = 0;
+                size_t k = 0;
                 int64_t id = all[at].id;
                 for (; at < n && all[at].id == id; at++, k++) {
                         ts[k] = all[at].ts;
                         v[k] = all[at].v;
-                        if (ts[k] < rolled)
-                                from = k + 1;
                 }
-                r = store_write_chunks(s, insert, id, ts, v, k);
-                if (r == 0)
-                        r = store_write_rollups(merge, id, ts + from, v + from, k - from);
+                r = store_write_head(s, id, ts, v, k);
         }
-        free(ts);
-        free(v);
         if (r == 0)
                 r = sql_exec(s->db, "DELETE FROM recent");
 out:
-        /* Everything stored is counted now; the next ticks may even be
-         * older (a clock set back, a sped-up model restarted). */
-        if (r == 0)
-                r = sql_exec(s->db, "DELETE FROM meta WHERE key = 'rolled_ms'");
-        if (r == 0)
-                s->rolled_ms = INT64_MIN;
-        sqlite3_finalize(insert);
-        sqlite3_finalize(merge[0]);
-        sqlite3_finalize(merge[1]);
+        free(ts);
+        free(v);
         free(all);
         return r;
 }
@@ -265,20 +173,20 @@ int store_write_series(struct store *s, struct tickbuf *b) {
         }
         sort_ids = ids;
         qsort(by_id, n, sizeof(*by_id), by_id_cmp);
+        atomic_fetch_add(&s->series_generation, 1);
         return 0;
 }
 
 /* Writes what the buffer holds and the database lacks, in one
- * transaction: the ticks not yet in recent, the rollup cells of minutes
- * that ended, and the chunks of a span that ended. The in-memory state
- * changes only after the commit, so a failed attempt is simply retried. */
+ * transaction: the ticks not yet in recent, the head chunks of a span that
+ * ended, and a slice of compaction. The in-memory state changes only after
+ * the commit, so a failed attempt is simply retried. */
 int store_sync_ticks(struct store *s) {
-        sqlite3_stmt *recent = s->st_recent, *insert = s->st_chunk, *const *merge = s->st_merge;
         int64_t *ts = NULL;
         double *v = NULL;
         uint8_t *blob = NULL;
         int64_t newest = s->buf.ts[s->buf.n_ticks - 1];
-        int64_t roll_to = newest - newest % STORE_MINUTE_MS;
+        int64_t compact_hour = s->compact_hour, compact_next_id = s->compact_next_id;
         size_t n_chunk = 0;
         bool retention = false;
         int r;
@@ -302,37 +210,27 @@ int store_sync_ticks(struct store *s) {
                         store_recent_put(blob + len, (uint32_t) s->buf.ids[i], s->buf.values[at]);
                         len += STORE_RECENT_ENTRY;
                 }
-                sqlite3_bind_int64(recent, 1, s->buf.ts[t]);
-                sqlite3_bind_blob(recent, 2, blob, (int) len, SQLITE_STATIC);
-                r = sql_step_done(recent);
-                sqlite3_clear_bindings(recent);
+                sqlite3_bind_int64(s->st_recent, 1, s->buf.ts[t]);
+                sqlite3_bind_blob(s->st_recent, 2, blob, (int) len, SQLITE_STATIC);
+                r = sql_step_done(s->st_recent);
+                sqlite3_clear_bindings(s->st_recent);
         }
-        /* Minutes that ended: their samples not yet rolled up. */
-        if (r == 0 && roll_to > s->rolled_ms) {
-                for (size_t i = 0; i < s->buf.n_series && r == 0; i++) {
-                        size_t k = tickbuf_gather(&s->buf, i, 0, s->buf.n_ticks, s->rolled_ms, roll_to, ts, v);
-                        r = store_write_rollups(merge, s->buf.ids[i], ts, v, k);
-                }
-                if (r == 0)
-                        r = set_meta(s, "rolled_ms", roll_to);
-        }
-        int64_t rolled = roll_to > s->rolled_ms ? roll_to : s->rolled_ms;
-        /* A chunk: leading ticks of one span, all rolled up, once the span
-         * ended or the chunk is full. */
+        /* Head chunks: the leading ticks of one span, once the span ended
+         * or the chunk is full. */
         int64_t span = s->buf.ts[0] - s->buf.ts[0] % s->opt.chunk_ms;
-        while (n_chunk < s->buf.n_ticks && n_chunk < CHUNK_TICKS_MAX && s->buf.ts[n_chunk] < rolled &&
+        while (n_chunk < s->buf.n_ticks && n_chunk < CHUNK_TICKS_MAX &&
                s->buf.ts[n_chunk] - s->buf.ts[n_chunk] % s->opt.chunk_ms == span)
                 n_chunk++;
-        bool span_ended = n_chunk < s->buf.n_ticks && s->buf.ts[n_chunk] - s->buf.ts[n_chunk] % s->opt.chunk_ms != span;
+        bool span_ended = n_chunk < s->buf.n_ticks;
         if (!(span_ended || n_chunk == CHUNK_TICKS_MAX))
                 n_chunk = 0;
         if (r == 0 && n_chunk > 0) {
-                /* In id order: neighbours in the series index. */
+                /* In id order: neighbours in the head table's index. */
                 for (size_t j = 0; j < s->buf.n_series && r == 0; j++) {
                         size_t i = s->buf.by_id[j];
                         size_t k = tickbuf_gather(&s->buf, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);
                         if (k > 0)
-                                r = store_write_chunks(s, insert, s->buf.ids[i], ts, v, k);
+                                r = store_write_head(s, s->buf.ids[i], ts, v, k);
                 }
                 sqlite3_stmt *del = NULL;
                 if (r == 0)
@@ -342,19 +240,24 @@ int store_sync_ticks(struct store *s) {
                         r = sql_step_done(del);
                 }
                 sqlite3_finalize(del);
-                /* Retention runs once per chunk span of data at most. */
-                if (r == 0 && newest - s->last_retention_ms >= s->opt.chunk_ms) {
-                        r = store_enforce_retention(s, newest);
-                        retention = true;
-                }
+        }
+        /* Hours whose every tick is in head chunks now can be compacted. */
+        int64_t written_before = n_chunk < s->buf.n_ticks ? s->buf.ts[n_chunk] : newest + 1;
+        if (r == 0)
+                r = store_compact(s, written_before, COMPACT_SAMPLES_PER_TICK, NULL);
+        /* Retention runs once per chunk span of data at most. */
+        if (r == 0 && n_chunk > 0 && newest - s->last_retention_ms >= s->opt.chunk_ms) {
+                r = store_enforce_retention(s, newest);
+                retention = true;
         }
         if (r == 0)
                 r = sql_exec(s->db, "COMMIT");
         if (r < 0) {
                 sql_exec(s->db, "ROLLBACK");
+                s->compact_hour = compact_hour;
+                s->compact_next_id = compact_next_id;
                 goto out;
         }
-        s->rolled_ms = rolled;
         if (retention) {
                 s->last_retention_ms = newest;
                 /* Gives freed pages back; harmless when it fails. */

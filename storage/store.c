@@ -16,14 +16,14 @@ void store_options_init(struct store_options *o) {
                 .minute_retention_ms = STORE_DEFAULT_MINUTE_RETENTION_MS,
                 .hour_retention_ms = STORE_DEFAULT_HOUR_RETENTION_MS,
                 .size_cap_bytes = STORE_DEFAULT_SIZE_CAP_BYTES,
-                .chunk_ms = 5 * STORE_MINUTE_MS,
+                .chunk_ms = STORE_MINUTE_MS,
                 .check_interval_ms = STORE_DEFAULT_CHECK_INTERVAL_MS,
         };
 }
 
 /* Allocates a store for path with no database open yet. */
 static int store_new(const char *path, const struct store_options *o, struct store **ret) {
-        if (o->chunk_ms <= 0 || o->chunk_ms % STORE_MINUTE_MS != 0)
+        if (o->chunk_ms <= 0 || o->chunk_ms % STORE_MINUTE_MS != 0 || STORE_HOUR_MS % o->chunk_ms != 0)
                 return -EINVAL;
         struct store *s = calloc(1, sizeof(*s));
         if (!s)
@@ -35,8 +35,9 @@ static int store_new(const char *path, const struct store_options *o, struct sto
         }
         s->opt = *o;
         s->lock_fd = -1;
-        s->rolled_ms = INT64_MIN;
+        s->compact_hour = INT64_MIN;
         s->backoff = 1;
+        atomic_init(&s->series_generation, 0);
         pthread_mutex_init(&s->read_lock, NULL);
         pthread_mutex_init(&s->stats_lock, NULL);
         pthread_mutex_init(&s->positions_lock, NULL);
@@ -134,16 +135,21 @@ void store_close(struct store *s) {
          * file was found damaged. */
         if (!s->db && s->buf.n_ticks > 0)
                 store_attach(s);
-        if (s->db && s->buf.n_ticks > 0 && store_sync_ticks(s) == 0 && sql_exec(s->db, "BEGIN IMMEDIATE") == 0) {
-                if (store_close_out_recent(s) == 0)
+        /* Everything into chunks, every hour with new samples compacted
+         * and rolled up: the file is as small as it gets. */
+        if (s->db && (s->buf.n_ticks == 0 || store_sync_ticks(s) == 0) && sql_exec(s->db, "BEGIN IMMEDIATE") == 0) {
+                if (store_close_out_recent(s) == 0 && store_compact(s, INT64_MAX, 0, NULL) == 0)
                         sql_exec(s->db, "COMMIT");
                 else
                         sql_exec(s->db, "ROLLBACK");
+                sql_exec(s->db, "PRAGMA incremental_vacuum");
         }
         if (s->db)
                 store_flush_positions(s);
         store_db_disconnect(s);
         store_unlock(s);
+        free(s->cache.ids);
+        free(s->cache.descs);
         pthread_mutex_destroy(&s->read_lock);
         pthread_mutex_destroy(&s->stats_lock);
         pthread_mutex_destroy(&s->positions_lock);
@@ -192,10 +198,9 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
 }
 
 bool store_rollup_due(const struct store *s, int64_t timestamp_ms) {
-        int64_t roll_to = timestamp_ms - timestamp_ms % STORE_MINUTE_MS;
-        /* The newest buffered tick is not rolled up yet and its minute ended. */
-        return s->buf.n_ticks > 0 && s->buf.ts[s->buf.n_ticks - 1] >= s->rolled_ms &&
-               s->buf.ts[s->buf.n_ticks - 1] < roll_to;
+        /* An hour is being compacted, or one ended with this tick. */
+        return s->compact_hour != INT64_MIN ||
+               (s->buf.n_ticks > 0 && store_hour_of(s->buf.ts[0]) != store_hour_of(timestamp_ms));
 }
 
 int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n) {

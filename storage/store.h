@@ -38,7 +38,7 @@
 #include "lib/history.h"
 #include "lib/inventory.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 /* The defaults of store_options; the daemon's settings start from them too. */
 #define STORE_DEFAULT_RAW_RETENTION_MS (48LL * 3600 * 1000)
@@ -54,7 +54,7 @@ struct store_options {
         int64_t minute_retention_ms; /* default 30 d */
         int64_t hour_retention_ms;   /* default 365 d */
         uint64_t size_cap_bytes;     /* default 1 GiB; 0 for no cap */
-        int64_t chunk_ms;            /* raw chunk span, a multiple of 1 min; default 5 min */
+        int64_t chunk_ms;            /* head chunk span, whole minutes dividing an hour; default 1 min */
         int64_t check_interval_ms;   /* PRAGMA quick_check of the file; default 1 h; 0 for none */
 };
 
@@ -104,10 +104,10 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
  * later calls; the store is "degraded" until a write succeeds. */
 int store_append(struct store *s, int64_t timestamp_ms, const double *values, const uint8_t *valid, size_t n);
 
-/* Whether store_append() of a tick at timestamp_ms will roll up samples of
- * minutes that have ended (when the write happens): lets the loop say in
- * its debug log when a rollup starts and how long it took. Same thread as
- * store_append(). */
+/* Whether store_append() of a tick at timestamp_ms will compact and roll
+ * up part of an hour that has ended (when the write happens): lets the
+ * loop say in its debug log when that starts and how long it took. Same
+ * thread as store_append(). */
 bool store_rollup_due(const struct store *s, int64_t timestamp_ms);
 
 /* The name the damaged file was given when it was last set aside, "" when
@@ -124,8 +124,8 @@ int store_set_page_limit(struct store *s, int64_t max_pages);
 /* Range queries and the series list, as lib/history.h describes them; the
  * tier: among those whose retention reaches back to start, the coarsest
  * rollup whose resolution divides the step, else raw, else the coarsest
- * rollup no coarser than the step. Rollup tiers hold complete minutes
- * only, so they lag by up to a minute. */
+ * rollup no coarser than the step. Hours not yet rolled up are read from
+ * their raw samples, so every tier is up to date. */
 int store_query_range(struct store *s, const struct history_query *q, struct history_result **ret);
 
 int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,

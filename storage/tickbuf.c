@@ -1,10 +1,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/precision.h"
 #include "storage/tickbuf.h"
 
 int tickbuf_init(struct tickbuf *b, const struct series_desc *series, size_t n, size_t cap, size_t touch) {
@@ -50,25 +50,6 @@ void tickbuf_free(struct tickbuf *b) {
         *b = (struct tickbuf){ 0 };
 }
 
-/* Rounds a gauge that is not a whole number to 24 significant bits (a
- * float's precision, relative error below 6e-8), ties to even; whole
- * numbers (bytes in use), infinities and NaN stay as they are. Ratios such
- * as utilization are measured far less finely than a double holds, and
- * their random low bits would cost 3-4 bytes a sample whatever the
- * encoding. Counters stay exact: rates are their differences. */
-static double round_gauge(double v) {
-        enum { DROP = 52 - 23 };
-        const uint64_t mask = (UINT64_C(1) << DROP) - 1, exponent_all_ones = UINT64_C(0x7ff) << 52;
-        uint64_t u;
-        memcpy(&u, &v, sizeof(u));
-        if ((u & exponent_all_ones) == exponent_all_ones || v == floor(v))
-                return v;
-        /* Below 2^52 nothing rounds up into the infinities: those are whole. */
-        u = (u + (mask >> 1) + ((u >> DROP) & 1)) & ~mask;
-        memcpy(&v, &u, sizeof(v));
-        return v;
-}
-
 int tickbuf_push(struct tickbuf *b, int64_t ts, const double *values, const uint8_t *valid) {
         size_t n = b->n_series;
         int dropped = 0;
@@ -79,7 +60,7 @@ int tickbuf_push(struct tickbuf *b, int64_t ts, const double *values, const uint
         }
         b->ts[b->n_ticks] = ts;
         for (size_t i = 0; i < n; i++)
-                b->values[b->n_ticks * n + i] = b->is_gauge[i] ? round_gauge(values[i]) : values[i];
+                b->values[b->n_ticks * n + i] = b->is_gauge[i] ? precision_round_gauge(values[i]) : values[i];
         memcpy(b->valid + b->n_ticks * n, valid, n);
         b->n_ticks++;
         return dropped;

@@ -37,8 +37,8 @@ int tickbuf_init(struct tickbuf *b, const struct series_desc *series, size_t n, 
 /* Frees what tickbuf_init() allocated and empties b; NULL-safe. */
 void tickbuf_free(struct tickbuf *b);
 
-/* Appends a tick of n_series values, gauges kept to 24 significant bits
- * when not whole numbers. When the buffer is full the oldest tick is
+/* Appends a tick of n_series values, gauges as storage/precision.h keeps
+ * them. When the buffer is full the oldest tick is
  * dropped first: returns 1 then, else 0. */
 int tickbuf_push(struct tickbuf *b, int64_t ts, const double *values, const uint8_t *valid);
 

@@ -18,7 +18,8 @@ wait_until 20 file_has "$DAEMON_LOG" "Listening on" || fail "systemd-socket-acti
 URL=http://127.0.0.1:$port
 http /healthz --fail >"$TEST_TMP/health" || fail "no answer on the activated socket"
 grep -q '"status":"ok"' "$TEST_TMP/health" || fail "unexpected /healthz: $(cat "$TEST_TMP/health")"
-grep -q "listening on port $port (socket from the service manager" "$DAEMON_LOG" ||
+# The server may answer before the log line that says so is written.
+wait_until 10 file_has "$DAEMON_LOG" "listening on port $port (socket from the service manager" ||
         fail "neurond did not report serving on the passed socket"
 http /metrics --fail | grep -q '^neuroncore_utilization_ratio{' || fail "no metrics on the passed socket"
 stop_daemon

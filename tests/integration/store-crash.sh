@@ -9,8 +9,8 @@ need curl
 
 db=$TEST_TMP/neurond.db # the database start_daemon opens, the same every start
 
-# 1000 simulated seconds per second: up to 1000 ticks a second, a chunk
-# every 0.3 s and a minute of rollups every 60 ms.
+# 1000 simulated seconds per second: up to 1000 ticks a second, head
+# chunks every 60 ms and an hour compacted and rolled up every 3.6 s.
 start() {
         start_daemon --backend "model:trn1.32xlarge,speed=1000" --interval 1s
 }
@@ -32,8 +32,9 @@ for round in $(seq 1 20); do
         check=$(sqlite3 "$db" "PRAGMA integrity_check") || true
         [ "$check" = ok ] || fail "round $round: integrity_check says $check"
         # Ticks commit in order, so a stored tick at or after t proves t
-        # stored; the recent table only holds this run's ticks.
-        have=$(sqlite3 "$db" "SELECT EXISTS (SELECT 1 FROM recent WHERE ts >= $t) OR EXISTS (SELECT 1 FROM chunks WHERE end_ts = $t)") ||
+        # stored: in recent, a head chunk or an hour's chunk.
+        have=$(sqlite3 "$db" "SELECT EXISTS (SELECT 1 FROM recent WHERE ts >= $t) OR
+                EXISTS (SELECT 1 FROM head WHERE end_ts >= $t) OR EXISTS (SELECT 1 FROM chunks WHERE end_ts >= $t)") ||
                 true
         [ "$have" = 1 ] || fail "round $round: the tick at $t published before the kill is not in the database"
 done
@@ -45,6 +46,7 @@ curl -sf "$URL/healthz" | grep -q '"status":"ok"' || fail "healthz not ok after 
 stop_daemon
 [ "$(sqlite3 "$db" "PRAGMA integrity_check")" = ok ] || fail "integrity_check after a clean stop"
 [ "$(sqlite3 "$db" "SELECT count(*) FROM recent")" = 0 ] || fail "recent ticks left after a clean stop"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM head")" = 0 ] || fail "head chunks left after a clean stop"
 ls "$TEST_TMP" | grep -q damaged && fail "a database was set aside as damaged"
 echo "20 kills: database intact, the last published tick stored every time"
 exit 0

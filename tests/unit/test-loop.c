@@ -178,6 +178,21 @@ static void loop_stamp__sped_up__wall_clock_ignored(void **state) {
         assert_int_equal(count_log(f, "wall clock"), 0);
 }
 
+static void loop_stamp__sped_up_with_timer_jitter__on_the_interval_grid(void **state) {
+        struct fixture *f = *state;
+        /* Speed 600, 100 ms interval: a tick every 1/6000 s of wall time,
+         * each late by 0-150 microseconds, which is 0-90 simulated ms. */
+        static const int64_t late_us[] = { 0, 150, 3, 80, 149, 0, 20, 100 };
+        int64_t period_ns = SECOND_NS / 6000;
+        f->loop.time_scale = 600;
+        f->loop.wall_start_ms = BASE_MS;
+        f->loop.mono_start_ns = 0;
+        for (int64_t k = 0; k < 8; k++)
+                assert_int_equal(loop_stamp(&f->loop, 0, k * period_ns + late_us[k] * 1000), BASE_MS + k * 100);
+        /* Two intervals missed: the stamp skips them and stays on the grid. */
+        assert_int_equal(loop_stamp(&f->loop, 0, 10 * period_ns + 1000), BASE_MS + 1000);
+}
+
 static void loop_tick__failing_collector__backed_off_and_restored(void **state) {
         struct fixture *f = *state;
         uint64_t read_at[16] = { 0 };
@@ -354,6 +369,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_stamp__forward_a_day__followed_logged_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_stamp__back_then_forward__never_repeats, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_stamp__sped_up__wall_clock_ignored, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_stamp__sped_up_with_timer_jitter__on_the_interval_grid, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__failing_collector__backed_off_and_restored, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__error_changes__logged_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__collector_slower_than_interval__skips_and_counts, setup,

@@ -202,6 +202,10 @@ static void pod_series_place__labels__core_device_or_none(void **state) {
         c = 99;
         assert_int_equal(pod_series_place(&device, &d, &c), POD_PLACE_DEVICE);
         assert_int_equal(c, 99);
+        const struct series_desc ecc = { .metric = METRIC_DEVICE_ECC_EVENTS,
+                                         .label_values = { "5", "mem_ecc_uncorrected" } };
+        assert_int_equal(pod_series_place(&ecc, &d, &c), POD_PLACE_DEVICE);
+        assert_int_equal(d, 5);
         assert_int_equal(pod_series_place(&host, &d, &c), POD_PLACE_NONE);
 }
 

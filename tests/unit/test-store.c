@@ -276,24 +276,24 @@ static void store_append__wrong_count__einval(void **state) {
         store_close(s);
 }
 
-/* Due when the tick about to be appended is in a later minute than the
- * newest buffered one, which is not rolled up yet; not for the first tick
- * after open, nor within a minute, nor once the rollup ran. */
-static void store_rollup_due__minute_ended__true_once(void **state) {
+/* Due when the tick about to be appended is in a later hour than the
+ * oldest buffered one (that hour is compacted and rolled up soon); not for
+ * the first tick after open, nor within an hour, nor once compacted. */
+static void store_rollup_due__hour_ended__true_once(void **state) {
         struct fixture *f = *state;
         struct store *s = open_store(f->path);
         double values[] = { 1, 2, 3 };
         uint8_t valid[] = { 1, 1, 1 };
-        const int64_t m = 60000 * 1000000LL;
+        const int64_t h = 3600000 * 500000LL;
 
-        assert_false(store_rollup_due(s, m + 1000));
-        assert_int_equal(store_append(s, m + 1000, values, valid, 3), 0);
-        assert_false(store_rollup_due(s, m + 59999));
-        assert_int_equal(store_append(s, m + 59999, values, valid, 3), 0);
-        assert_true(store_rollup_due(s, m + 60000));
-        assert_int_equal(store_append(s, m + 60000, values, valid, 3), 0);
-        assert_false(store_rollup_due(s, m + 61000));
-        assert_true(store_rollup_due(s, m + 180000));
+        assert_false(store_rollup_due(s, h + 1000));
+        assert_int_equal(store_append(s, h + 1000, values, valid, 3), 0);
+        assert_false(store_rollup_due(s, h + 59999));
+        assert_int_equal(store_append(s, h + 3599000, values, valid, 3), 0);
+        assert_true(store_rollup_due(s, h + 3600000));
+        assert_int_equal(store_append(s, h + 3600000, values, valid, 3), 0);
+        assert_false(store_rollup_due(s, h + 3601000));
+        assert_true(store_rollup_due(s, h + 7200000));
         store_close(s);
 }
 
@@ -309,7 +309,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_query_range__too_many_points__e2big, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__cancelled__ecanceled, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__wrong_count__einval, setup, teardown),
-                cmocka_unit_test_setup_teardown(store_rollup_due__minute_ended__true_once, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_rollup_due__hour_ended__true_once, setup, teardown),
         };
         return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

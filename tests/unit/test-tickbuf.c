@@ -56,19 +56,23 @@ static void tickbuf_push__full__drops_oldest_and_says_so(void **state) {
         tickbuf_free(&b);
 }
 
-static void tickbuf_push__fractional_gauge__kept_to_24_bits(void **state) {
+static void tickbuf_push__fractional_gauge__kept_to_24_bits_or_as_decimal(void **state) {
         struct tickbuf b;
-        const double fraction = 0.1, big_whole = 123456789012.0;
+        const double third = 1.0 / 3.0, big_whole = 123456789012.0;
         assert_int_equal(tickbuf_init(&b, two_series, 2, 8, 8), 0);
-        push(&b, 1000, fraction, fraction, 1, 0);
+        push(&b, 1000, third, third, 1, 0);
         push(&b, 2000, big_whole, 1, 1, 0);
         push(&b, 3000, NAN, INFINITY, 1, 0);
-        /* The gauge: the float nearest 0.1; the counter: exact. */
-        assert_true(b.values[0] == (double) 0.1f);
-        assert_true(b.values[1] == fraction);
+        push(&b, 4000, 0.8612, 0.1234567, 1, 0);
+        /* The gauge: the float nearest 1/3; the counter: exact. */
+        assert_true(b.values[0] == (double) (1.0f / 3.0f));
+        assert_true(b.values[1] == third);
         assert_true(b.values[2] == big_whole);
         assert_true(isnan(b.values[4]));
         assert_true(isinf(b.values[5]));
+        /* A decimal of up to 6 places stays as it is. */
+        assert_true(b.values[6] == 0.8612);
+        assert_true(b.values[7] == 0.1234567);
         tickbuf_free(&b);
 }
 
@@ -109,7 +113,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(tickbuf_init__two_series__copied_and_empty),
                 cmocka_unit_test(tickbuf_push__full__drops_oldest_and_says_so),
-                cmocka_unit_test(tickbuf_push__fractional_gauge__kept_to_24_bits),
+                cmocka_unit_test(tickbuf_push__fractional_gauge__kept_to_24_bits_or_as_decimal),
                 cmocka_unit_test(tickbuf_drop_front__some__keeps_the_newest),
                 cmocka_unit_test(tickbuf_gather__invalid_and_out_of_window__left_out),
         };
