@@ -165,6 +165,32 @@ static void store_cursor_read__chunks_and_open_span__every_sample_once_in_order(
         store_close(s);
 }
 
+/* Rows in one of the database's tables, by the sqlite3 shell. */
+static long table_rows(const char *path, const char *table) {
+        char cmd[256];
+        long n = -1;
+        snprintf(cmd, sizeof(cmd), "sqlite3 %s 'SELECT count(*) FROM %s'", path, table);
+        FILE *out = popen(cmd, "r");
+        assert_non_null(out);
+        assert_int_equal(fscanf(out, "%ld", &n), 1);
+        pclose(out);
+        return n;
+}
+
+static void store_cursor_read__hourly_chunks_head_and_open_span__every_sample_once_in_order(void **state) {
+        struct fixture *f = *state;
+        struct store *s = open_store(f->path);
+
+        /* Two hours and a few minutes: the first hours merged into hourly
+         * chunks, the last minutes in head chunks and the open span. */
+        append_ticks(s, 0, 7500);
+        assert_true(table_rows(f->path, "chunks") > 0);
+        assert_true(table_rows(f->path, "head") > 0);
+        assert_true(table_rows(f->path, "recent") > 0);
+        assert_reads_ticks(s, (struct cursor_position){ 0, 0 }, 5000, 0, 7500);
+        store_close(s);
+}
+
 static void store_cursor_read__after_the_newest__empty_page(void **state) {
         struct fixture *f = *state;
         struct store *s = open_store(f->path);
@@ -262,6 +288,9 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(store_cursor_read__chunks_and_open_span__every_sample_once_in_order,
                                                 setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        store_cursor_read__hourly_chunks_head_and_open_span__every_sample_once_in_order, setup,
+                        teardown),
                 cmocka_unit_test_setup_teardown(store_cursor_read__after_the_newest__empty_page, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_cursor_count_after__position__samples_after_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_cursor_positions__saved__kept_across_a_restart, setup, teardown),
