@@ -39,6 +39,7 @@ done
 echo "$packages" | grep -qx socat || fail "the image has no socat for the DaemonSet's pod-resources relay"
 
 # The install step, into a tree of the build's own prefix.
+need_image_prefix
 install_into "$TEST_TMP/image"
 for f in bin/neurond share/neurond/web/index.html share/neurond/web/vendor/uPlot.iife.min.js \
         etc/neurond/neurond.conf share/man/man8/neurond.8; do
