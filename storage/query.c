@@ -128,7 +128,9 @@ static int reader_reserve(struct reader *rd, size_t n) {
         bool ok = rd->ts != NULL;
         for (int c = 0; c < ROLLUP__COLUMNS; c++) {
                 free(rd->col[c]);
-                rd->col[c] = malloc(n * sizeof(*rd->col[c]));
+                /* Zeroed: the columns a query does not decode are still merged
+                 * (and ignored), and must not be read uninitialized. */
+                rd->col[c] = calloc(n, sizeof(*rd->col[c]));
                 ok = ok && rd->col[c];
         }
         rd->cap = ok ? n : 0;
