@@ -239,6 +239,12 @@ static int fault_check(const struct model *m, const struct model_fault *f, char 
 
 int model_fault_inject(struct collector *c, const struct model_fault *f, char *err, size_t errlen) {
         struct model *m = (struct model *) c;
+        /* The other nodes' daemons would not see a fault on this one, and
+         * their traffic with it would no longer match: not modelled. */
+        if (m->node >= 0) {
+                snprintf(err, errlen, "faults are not modelled on one node of an UltraServer (node=%d)", m->node);
+                return -EINVAL;
+        }
         int r = fault_check(m, f, err, errlen);
         if (r < 0)
                 return r;

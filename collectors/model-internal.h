@@ -62,8 +62,7 @@ extern const char *const runtime_host_memory_names[HOST_MEM__COUNT];
 
 struct model_link {
         unsigned from, to; /* to is MODEL_PEER_SWITCH for a device's port on a NeuronSwitch */
-        size_t reverse;    /* point to point: index of the to->from link */
-        double cap;        /* bytes per second one way at full intensity */
+        double cap;        /* bytes per second one way at full intensity; the same for to->from */
 };
 
 /* Rates in force during one simulated second. */
@@ -111,6 +110,13 @@ struct model {
          * (logical core L is physical cores L * lnc ... L * lnc + lnc - 1). */
         unsigned n_dev, n_cores, cores;
         unsigned lnc, n_lcores, lcores;
+        /* The devices this daemon reports, [dev_first, dev_first + dev_count),
+         * and their first logical core: every device, or one node's (node >= 0)
+         * of an UltraServer. The whole UltraServer is simulated either way, so
+         * that every node's daemon computes the same traffic between nodes;
+         * links, series and counters are the reported devices' only. */
+        int node;
+        unsigned dev_first, dev_count, lc_first;
         size_t n_links;
         struct model_link *links;
         uint8_t *job;       /* [core] the scenario's job, while its runtime runs */
@@ -163,6 +169,7 @@ struct model_options {
         const struct catalog_instance *instance;
         enum scenario scenario;
         unsigned lnc; /* 0: the chip's default */
+        int node;     /* -1: the whole instance */
         uint64_t seed;
         double speed;
         bool categories;
@@ -196,11 +203,19 @@ void model_runtime_tag(const struct model *m, size_t r, uint64_t life, char *out
  * (after their rates are computed). */
 void model_runtimes_second(struct model *m, int64_t s);
 
-/* A made-up but well-formed EC2 identity for the instance and seed. */
+/* A made-up but well-formed EC2 identity for the instance, node and seed. */
 void model_identity(const struct model *m, struct instance_identity *ret);
 
-/* Fills each device's peers and m->links from the instance's topology. */
+/* The UltraServer identity of node= (the same serial on every node for a
+ * seed); none for a whole instance. */
+void model_ultraserver(const struct model *m, struct ultraserver_identity *ret);
+
+/* Fills each reported device's peers and m->links from the instance's
+ * topology. */
 int model_build_topology(struct model *m);
+
+/* Whether device d (an UltraServer-wide index) is one this daemon reports. */
+bool model_reports_device(const struct model *m, unsigned d);
 
 /* ---- model-noise.c ---- */
 

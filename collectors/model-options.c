@@ -16,9 +16,11 @@ static const char *const scenario_names[] = {
 #define SCENARIO__COUNT (sizeof(scenario_names) / sizeof(scenario_names[0]))
 
 int model_options_parse(const struct collector_args *args, struct model_options *ret) {
-        struct model_options o = {
-                .instance = catalog_find(DEFAULT_INSTANCE), .scenario = SCENARIO_STEADY, .seed = 1, .speed = 1
-        };
+        struct model_options o = { .instance = catalog_find(DEFAULT_INSTANCE),
+                                   .scenario = SCENARIO_STEADY,
+                                   .node = -1,
+                                   .seed = 1,
+                                   .speed = 1 };
         char buf[1024];
 
         if (!args->options || !args->options[0])
@@ -58,6 +60,13 @@ int model_options_parse(const struct collector_args *args, struct model_options 
                                 return -EINVAL;
                         }
                         o.seed = v;
+                } else if (strcmp(tok, "node") == 0) {
+                        unsigned long v = strtoul(val, &end, 10);
+                        if (errno || end == val || *end || val[0] == '-' || v > 9999) {
+                                snprintf(args->err, args->errlen, "model: node '%s' is not a node number", val);
+                                return -EINVAL;
+                        }
+                        o.node = (int) v;
                 } else if (strcmp(tok, "speed") == 0) {
                         double v = strtod(val, &end);
                         if (errno || end == val || *end || !(v >= 0.001 && v <= 1e6)) {
@@ -108,6 +117,17 @@ int model_options_parse(const struct collector_args *args, struct model_options 
                 }
         }
 done:
+        if (o.node >= 0 && o.instance->servers < 2) {
+                snprintf(args->err, args->errlen,
+                         "model: node=%d needs an UltraServer of several hosts; %s is one host", o.node,
+                         o.instance->name);
+                return -EINVAL;
+        }
+        if (o.node >= 0 && (unsigned) o.node >= o.instance->servers) {
+                snprintf(args->err, args->errlen, "model: node %d does not exist on %s (0-%u)", o.node,
+                         o.instance->name, o.instance->servers - 1);
+                return -EINVAL;
+        }
         if (o.lnc && !catalog_lnc_supported(o.instance->chip, o.lnc)) {
                 snprintf(args->err, args->errlen,
                          "model: lnc=%u needs NeuronCore-v3 or later (Trainium2, Trainium3); %s has %s", o.lnc,

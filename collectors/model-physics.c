@@ -255,32 +255,41 @@ void model_state_compute(struct model *m, int64_t s) {
         /* NeuronLink: each link carries its sender's demand times its
          * capacity, between devices of one group only. */
         if (m->instance->topology == TOPOLOGY_SWITCH) {
+                double port = m->instance->link_bandwidth * m->link_budget / 2;
                 memset(st->group_sum, 0, n_dev * sizeof(double));
                 memset(st->group_n, 0, n_dev * sizeof(unsigned));
                 for (unsigned d = 0; d < n_dev; d++)
                         if (!st->down[d] && !st->off_switch[d]) {
-                                st->group_sum[m->group[d]] += m->links[d].cap * st->demand[d];
+                                st->group_sum[m->group[d]] += port * st->demand[d];
                                 st->group_n[m->group[d]]++;
                         }
                 /* All-to-all: a device spreads what it sends evenly over the
                  * other reachable devices of its group, so it receives the
-                 * mean of what they send. */
-                for (unsigned d = 0; d < n_dev; d++) {
-                        unsigned g = m->group[d], n = st->group_n[g];
+                 * mean of what they send; a pair's link carries that share
+                 * each way. */
+                for (size_t l = 0; l < m->n_links; l++) {
+                        unsigned d = m->links[l].from, p = m->links[l].to, g = m->group[d], n = st->group_n[g];
                         bool on = !st->down[d] && !st->off_switch[d] && n > 1;
-                        double tx = on ? m->links[d].cap * st->demand[d] : 0;
-                        st->tx_rate[d] = tx;
-                        st->rx_rate[d] = on ? clamp((st->group_sum[g] - tx) / (n - 1), 0, m->links[d].cap) : 0;
+                        double tx = on ? port * st->demand[d] : 0;
+                        if (p == MODEL_PEER_SWITCH) {
+                                st->tx_rate[l] = tx;
+                                st->rx_rate[l] = on ? clamp((st->group_sum[g] - tx) / (n - 1), 0, port) : 0;
+                                continue;
+                        }
+                        on = on && !st->down[p] && !st->off_switch[p] && m->group[p] == g;
+                        st->tx_rate[l] = on ? tx / (n - 1) : 0;
+                        st->rx_rate[l] = on ? port * st->demand[p] / (n - 1) : 0;
                 }
         } else {
+                /* A link's capacity is the same both ways: what it receives
+                 * is what the peer's link to this device sends. */
                 for (size_t l = 0; l < m->n_links; l++) {
                         const struct model_link *lk = &m->links[l];
                         bool on = !st->down[lk->from] && !st->down[lk->to] && m->group[lk->from] == m->group[lk->to] &&
                                   !link_cut(m, lk, s);
                         st->tx_rate[l] = on ? lk->cap * st->demand[lk->from] : 0;
+                        st->rx_rate[l] = on ? lk->cap * st->demand[lk->to] : 0;
                 }
-                for (size_t l = 0; l < m->n_links; l++)
-                        st->rx_rate[l] = st->tx_rate[m->links[l].reverse];
         }
 
         /* Device totals: DMA by direction, HBM traffic, power. */

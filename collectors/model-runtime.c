@@ -43,7 +43,9 @@ static unsigned runtime_key(const struct model *m, unsigned lc, enum job job) {
         case JOB_TRAINING:
         case JOB_MOE:
         case JOB_STEADY:
-                return 0;
+                /* A process runs on one host: on one node of an UltraServer,
+                 * a job's cores are one process per node. */
+                return m->node >= 0 ? d / m->dev_count : 0;
         case JOB_INFERENCE:
                 return m->n_dev > 1 ? m->group[d] : lc;
         default:
@@ -153,7 +155,10 @@ static void job_latency(const struct model *m, size_t r, int64_t s, double u, do
 
 void model_runtimes_second(struct model *m, int64_t s) {
         struct model_state *st = &m->st;
+        /* One node of an UltraServer has its share of the host vCPUs. */
         double vcpus = m->instance->host_vcpus ? m->instance->host_vcpus : 1;
+        if (m->node >= 0)
+                vcpus /= m->instance->servers;
 
         for (size_t r = 0; r < m->n_runtimes; r++) {
                 const struct model_runtime *rt = &m->runtimes[r];
@@ -225,16 +230,38 @@ void model_identity(const struct model *m, struct instance_identity *ret) {
         uint64_t h = model_mix(m->seed ^ 0x4944);
         for (const char *p = m->instance->name; *p; p++)
                 h = model_mix(h ^ (unsigned char) *p);
+        /* Each node of an UltraServer is an instance of its own. */
+        if (m->node >= 0)
+                h = model_mix(h ^ (uint64_t) m->node << 32);
         size_t place = h % (sizeof(places) / sizeof(places[0]));
         struct instance_identity id = { 0 };
         /* Ids are 17 hex digits, as EC2 writes them (a 0 and 64 bits here). */
         snprintf(id.instance_id, sizeof(id.instance_id), "i-%017llx", (unsigned long long) h);
         snprintf(id.instance_type, sizeof(id.instance_type), "%s", m->instance->name);
-        snprintf(id.instance_name, sizeof(id.instance_name), "neurond-model-%s", m->instance->name);
+        if (m->node >= 0)
+                snprintf(id.instance_name, sizeof(id.instance_name), "neurond-model-%s-node%d", m->instance->name,
+                         m->node);
+        else
+                snprintf(id.instance_name, sizeof(id.instance_name), "neurond-model-%s", m->instance->name);
         snprintf(id.availability_zone, sizeof(id.availability_zone), "%s", places[place].zone);
         snprintf(id.availability_zone_id, sizeof(id.availability_zone_id), "%s", places[place].zone_id);
         snprintf(id.region, sizeof(id.region), "%s", places[place].region);
         snprintf(id.subnet_id, sizeof(id.subnet_id), "subnet-%017llx", (unsigned long long) model_mix(h));
         snprintf(id.ami_id, sizeof(id.ami_id), "ami-%017llx", (unsigned long long) model_mix(h ^ 1));
         *ret = id;
+}
+
+void model_ultraserver(const struct model *m, struct ultraserver_identity *ret) {
+        struct ultraserver_identity us = { 0 };
+        if (m->node >= 0) {
+                /* The serial every node of one UltraServer shares: 16 hex
+                 * digits, as the driver's server_id_N gives it. */
+                uint64_t h = model_mix(m->seed ^ 0x5553);
+                for (const char *p = m->instance->name; *p; p++)
+                        h = model_mix(h ^ (unsigned char) *p);
+                snprintf(us.id, sizeof(us.id), "%016llx", (unsigned long long) h);
+                us.node = (unsigned) m->node;
+                us.nodes = m->instance->servers;
+        }
+        *ret = us;
 }

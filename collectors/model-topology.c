@@ -54,76 +54,89 @@ void model_assign_jobs(struct model *m) {
         }
 }
 
+bool model_reports_device(const struct model *m, unsigned d) {
+        return d >= m->dev_first && d < m->dev_first + m->dev_count;
+}
+
+/* A reported device's peers in the inventory: indexes on their own host,
+ * with that host's node when this daemon is one node of an UltraServer. */
+static int list_peers(struct model *m, struct device_info *dev, const unsigned *peers, unsigned n) {
+        unsigned per_node = m->n_dev / (m->instance->servers ? m->instance->servers : 1);
+        dev->peers = calloc(n ? n : 1, sizeof(unsigned));
+        if (!dev->peers)
+                return -ENOMEM;
+        if (m->node >= 0) {
+                dev->peer_nodes = calloc(n ? n : 1, sizeof(unsigned));
+                if (!dev->peer_nodes)
+                        return -ENOMEM;
+        }
+        for (unsigned j = 0; j < n; j++) {
+                dev->peers[j] = m->node >= 0 ? peers[j] % per_node : peers[j];
+                if (m->node >= 0)
+                        dev->peer_nodes[j] = peers[j] / per_node;
+        }
+        dev->n_peers = n;
+        return 0;
+}
+
 /* Links from the topology, each with its one-way capacity. Every byte a link
  * moves also goes through HBM, so capacities are scaled down where NeuronLink
- * plus host DMA would exceed LINK_HBM_SHARE of the memory bandwidth. */
+ * plus host DMA would exceed LINK_HBM_SHARE of the memory bandwidth. Through
+ * a NeuronSwitch a whole instance has one link per device, its port; one node
+ * of an UltraServer has one per pair of its device and another device, so
+ * that each direction between two nodes has a counter on either side. */
 int model_build_topology(struct model *m) {
         const struct catalog_instance *inst = m->instance;
         const struct catalog_chip *chip = inst->chip;
         struct inventory *inv = &m->base.inv;
         unsigned per = inst->torus_width * inst->torus_height;
+        bool ports = inst->topology == TOPOLOGY_SWITCH && m->node < 0;
+        unsigned *peers = NULL;
+        int r = 0;
 
         double total = inst->link_bandwidth + inst->cross_link_bandwidth;
         double limit = LINK_HBM_SHARE * chip->memory_bandwidth - 2 * HOST_DMA_SHARE * chip->dma_bandwidth;
         m->link_budget = total > limit ? limit / total : 1;
 
-        for (unsigned d = 0; d < m->n_dev; d++) {
-                struct device_info *dev = &inv->devices[d];
-                dev->peers = calloc(m->n_dev, sizeof(unsigned));
-                if (!dev->peers)
-                        return -ENOMEM;
-                dev->n_peers = catalog_topology_peers(inst, d, dev->peers);
+        peers = calloc(m->n_dev, sizeof(unsigned));
+        m->links = calloc(ports ? m->n_dev : (size_t) m->dev_count * m->n_dev, sizeof(*m->links));
+        if (!peers || !m->links) {
+                r = -ENOMEM;
+                goto out;
         }
-        if (inst->topology == TOPOLOGY_SWITCH)
-                m->n_links = m->n_dev;
-        else
-                for (unsigned d = 0; d < m->n_dev; d++)
-                        m->n_links += inv->devices[d].n_peers;
-        m->links = calloc(m->n_links ? m->n_links : 1, sizeof(*m->links));
-        if (!m->links)
-                return -ENOMEM;
-        if (inst->topology == TOPOLOGY_SWITCH) {
-                /* One port per device: half the bandwidth each way. */
-                for (unsigned d = 0; d < m->n_dev; d++)
-                        m->links[d] = (struct model_link){ .from = d,
-                                                           .to = MODEL_PEER_SWITCH,
-                                                           .reverse = d,
-                                                           .cap = inst->link_bandwidth * m->link_budget / 2 };
-                return 0;
-        }
-        size_t l = 0;
-        for (unsigned d = 0; d < m->n_dev; d++) {
-                const struct device_info *dev = &inv->devices[d];
+        for (unsigned i = 0; i < m->dev_count; i++) {
+                unsigned d = m->dev_first + i;
+                unsigned n = catalog_topology_peers(inst, d, peers);
+                if ((r = list_peers(m, &inv->devices[i], peers, n)) < 0)
+                        goto out;
+                if (inst->topology == TOPOLOGY_SWITCH) {
+                        /* One port per device: half the bandwidth each way. */
+                        double cap = inst->link_bandwidth * m->link_budget / 2;
+                        if (ports)
+                                m->links[m->n_links++] =
+                                        (struct model_link){ .from = d, .to = MODEL_PEER_SWITCH, .cap = cap };
+                        for (unsigned j = 0; !ports && j < n; j++)
+                                m->links[m->n_links++] = (struct model_link){ .from = d, .to = peers[j], .cap = cap };
+                        continue;
+                }
                 unsigned in_server = 0, cross = 0;
-                for (unsigned j = 0; j < dev->n_peers; j++) {
-                        bool x = per && inst->servers > 1 && dev->peers[j] / per != d / per;
+                for (unsigned j = 0; j < n; j++) {
+                        bool x = per && inst->servers > 1 && peers[j] / per != d / per;
                         cross += x;
                         in_server += !x;
                 }
-                for (unsigned j = 0; j < dev->n_peers; j++) {
-                        bool x = per && inst->servers > 1 && dev->peers[j] / per != d / per;
-                        /* Both directions share the device's bandwidth. */
+                for (unsigned j = 0; j < n; j++) {
+                        bool x = per && inst->servers > 1 && peers[j] / per != d / per;
+                        /* Both directions share the device's bandwidth; every
+                         * device has as many peers of each kind, so a link's
+                         * capacity is the same both ways. */
                         double cap = x ? inst->cross_link_bandwidth / (2.0 * cross)
                                        : inst->link_bandwidth / (2.0 * in_server);
-                        m->links[l++] =
-                                (struct model_link){ .from = d, .to = dev->peers[j], .cap = cap * m->link_budget };
+                        m->links[m->n_links++] =
+                                (struct model_link){ .from = d, .to = peers[j], .cap = cap * m->link_budget };
                 }
         }
-        /* Peers are few per device: finding each reverse link is linear per device. */
-        size_t *first = calloc(m->n_dev + 1, sizeof(size_t));
-        if (!first)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->n_links; i++)
-                first[m->links[i].from + 1] = i + 1;
-        for (unsigned d = 1; d <= m->n_dev; d++)
-                if (first[d] < first[d - 1])
-                        first[d] = first[d - 1];
-        for (size_t a = 0; a < m->n_links; a++) {
-                unsigned to = m->links[a].to;
-                for (size_t b = first[to]; b < first[to + 1]; b++)
-                        if (m->links[b].to == m->links[a].from)
-                                m->links[a].reverse = b;
-        }
-        free(first);
-        return 0;
+out:
+        free(peers);
+        return r;
 }

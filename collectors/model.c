@@ -39,12 +39,12 @@ static int listed_owner(const struct model *m, unsigned lc) {
 static int add_core_family(struct model *m, enum metric_id metric, bool held_only, size_t *ret_off) {
         char dev[16], core[16], tag[SERIES_LABEL_VALUE_MAX];
         size_t off = m->base.inv.n_series;
-        for (unsigned c = 0; c < m->n_lcores; c++) {
+        for (unsigned c = m->lc_first; c < m->lc_first + m->dev_count * m->lcores; c++) {
                 int r = listed_owner(m, c);
                 if (held_only && r < 0)
                         continue;
-                fmt_u(dev, sizeof(dev), c / m->lcores);
-                fmt_u(core, sizeof(core), c);
+                fmt_u(dev, sizeof(dev), c / m->lcores - m->dev_first);
+                fmt_u(core, sizeof(core), c - m->lc_first);
                 tag[0] = '\0';
                 if (r >= 0)
                         listed_tag(m, (size_t) r, tag, sizeof(tag));
@@ -60,7 +60,7 @@ static int add_device_family(struct model *m, enum metric_id metric, const char 
                              size_t *ret_off) {
         char dev[16];
         size_t off = m->base.inv.n_series;
-        for (unsigned d = 0; d < m->n_dev; d++)
+        for (unsigned d = 0; d < m->dev_count; d++)
                 for (size_t i = 0; i < (n_extra ? n_extra : 1); i++) {
                         fmt_u(dev, sizeof(dev), d);
                         int r = inventory_add_series(&m->base.inv, metric,
@@ -107,12 +107,13 @@ static int build_series(struct model *m) {
         static const char *const hbm_dirs[] = { "read", "write" };
         static const char *const locations[] = { "host", "neuron_device" };
         static const char *const usage[] = { "user", "system" };
-        char dev[16], core[16], phys[16], peer[16];
+        char dev[16], core[16], phys[16], peer[16], peer_node[16];
+        unsigned n_lc = m->dev_count * m->lcores, per_node = m->n_dev / (m->node >= 0 ? m->instance->servers : 1);
         int r;
 
         inventory_clear_series(inv);
         for (unsigned c = 0, n = 0; c < m->n_lcores; c++)
-                m->held_pos[c] = listed_owner(m, c) >= 0 ? (int) n++ : -1;
+                m->held_pos[c] = c >= m->lc_first && c < m->lc_first + n_lc && listed_owner(m, c) >= 0 ? (int) n++ : -1;
         for (size_t k = 0, n = 0; k < m->n_runtimes; k++)
                 m->rt_pos[k] = m->listed[k] != RUNTIME_DOWN ? (int) n++ : -1;
 
@@ -120,7 +121,7 @@ static int build_series(struct model *m) {
                 return r;
         /* The physical breakdown, as neuron-monitor's v3d object gives it. */
         m->off_phys = inv->n_series;
-        for (unsigned c = 0; m->lnc > 1 && c < m->n_lcores; c++)
+        for (unsigned c = 0; m->lnc > 1 && c < n_lc; c++)
                 for (unsigned k = 0; k < m->lnc; k++) {
                         fmt_u(dev, sizeof(dev), c / m->lcores);
                         fmt_u(core, sizeof(core), c);
@@ -133,7 +134,7 @@ static int build_series(struct model *m) {
                 return r;
         /* The driver's 11 categories are opt-in: 11 series per core. */
         m->off_cat = inv->n_series;
-        for (unsigned c = 0; m->categories && c < m->n_lcores; c++)
+        for (unsigned c = 0; m->categories && c < n_lc; c++)
                 for (int k = 0; k < DRIVER_MEMORY_CATEGORIES; k++) {
                         fmt_u(dev, sizeof(dev), c / m->lcores);
                         fmt_u(core, sizeof(core), c);
@@ -170,13 +171,18 @@ static int build_series(struct model *m) {
         for (int pass = 0; pass < 2; pass++) {
                 *(pass ? &m->off_rx : &m->off_tx) = inv->n_series;
                 for (size_t l = 0; l < m->n_links; l++) {
-                        fmt_u(dev, sizeof(dev), m->links[l].from);
-                        if (m->links[l].to == MODEL_PEER_SWITCH)
+                        unsigned to = m->links[l].to;
+                        fmt_u(dev, sizeof(dev), m->links[l].from - m->dev_first);
+                        peer_node[0] = '\0';
+                        if (to == MODEL_PEER_SWITCH)
                                 snprintf(peer, sizeof(peer), "switch");
                         else
-                                fmt_u(peer, sizeof(peer), m->links[l].to);
+                                fmt_u(peer, sizeof(peer), to % per_node);
+                        /* One node of an UltraServer: the peer's device on its own host. */
+                        if (m->node >= 0)
+                                fmt_u(peer_node, sizeof(peer_node), to / per_node);
                         r = inventory_add_series(inv, pass ? METRIC_LINK_RX_BYTES : METRIC_LINK_TX_BYTES,
-                                                 (const char *[]){ dev, peer });
+                                                 (const char *[]){ dev, peer, peer_node });
                         if (r < 0)
                                 return r;
                 }
@@ -196,7 +202,7 @@ static int list_runtimes(struct model *m) {
                 if (m->listed[r] == RUNTIME_DOWN)
                         continue;
                 for (unsigned k = 0; k < rt->n_cores; k++)
-                        cores[k] = rt->first_core + k;
+                        cores[k] = rt->first_core - m->lc_first + k;
                 listed_tag(m, r, tag, sizeof(tag));
                 int e = inventory_add_runtime(inv, model_runtime_pid(m, r, m->listed[r]), tag, cores, rt->n_cores);
                 if (e < 0)
@@ -352,13 +358,20 @@ static int model_open(const struct collector_args *args, struct collector **ret)
         m->lnc = o->lnc ? o->lnc : catalog_default_lnc(instance->chip);
         m->lcores = m->cores / m->lnc;
         m->n_lcores = m->n_dev * m->lcores;
+        m->node = o->node;
+        m->dev_count = o->node >= 0 ? m->n_dev / instance->servers : m->n_dev;
+        m->dev_first = o->node >= 0 ? (unsigned) o->node * m->dev_count : 0;
+        m->lc_first = m->dev_first * m->lcores;
 
         struct inventory *inv = &m->base.inv;
         snprintf(inv->instance_type, sizeof(inv->instance_type), "%s", instance->name);
-        snprintf(inv->backend, sizeof(inv->backend), "model:%s", instance->name);
+        if (o->node >= 0)
+                snprintf(inv->backend, sizeof(inv->backend), "model:%s,node=%d", instance->name, o->node);
+        else
+                snprintf(inv->backend, sizeof(inv->backend), "model:%s", instance->name);
         inv->lnc = m->lnc;
-        inv->n_devices = instance->devices;
-        inv->devices = calloc(instance->devices, sizeof(*inv->devices));
+        inv->n_devices = m->dev_count;
+        inv->devices = calloc(m->dev_count, sizeof(*inv->devices));
         m->job = calloc(m->n_cores, 1);
         m->group = calloc(m->n_dev, sizeof(unsigned));
         m->owner = calloc(m->n_lcores, sizeof(int));
@@ -366,7 +379,7 @@ static int model_open(const struct collector_args *args, struct collector **ret)
                 r = -ENOMEM;
                 goto out;
         }
-        for (unsigned d = 0; d < instance->devices; d++) {
+        for (unsigned d = 0; d < m->dev_count; d++) {
                 struct device_info *dev = &inv->devices[d];
                 dev->index = d;
                 snprintf(dev->name, sizeof(dev->name), "%s", instance->chip->device_name);
@@ -378,6 +391,7 @@ static int model_open(const struct collector_args *args, struct collector **ret)
                 dev->memory_bytes = instance->chip->memory_bytes;
         }
         model_identity(m, &inv->identity);
+        model_ultraserver(m, &inv->ultraserver);
         if ((r = model_build_topology(m)) < 0)
                 goto out;
         model_assign_jobs(m);
@@ -407,6 +421,14 @@ static double whole(double v) {
         return floor(v + 1e-6);
 }
 
+/* A runtime's life as this daemon lists it: the runtimes on another node
+ * of the UltraServer run on another host. */
+static uint64_t runtime_life_here(const struct model *m, size_t r, int64_t s) {
+        unsigned first = m->runtimes[r].first_core;
+        bool here = first >= m->lc_first && first < m->lc_first + m->dev_count * m->lcores;
+        return here ? model_runtime_life(m, r, s) : RUNTIME_DOWN;
+}
+
 /* Lists the runtimes alive during the simulated second of now_ms (or of
  * the latest read, when time went back). */
 static int model_refresh(struct collector *c, int64_t now_ms) {
@@ -417,7 +439,7 @@ static int model_refresh(struct collector *c, int64_t now_ms) {
         int r;
 
         for (size_t k = 0; k < m->n_runtimes && !changed; k++)
-                changed = model_runtime_life(m, k, s) != m->listed[k];
+                changed = runtime_life_here(m, k, s) != m->listed[k];
         if (!changed)
                 return 0;
         was = malloc(m->n_runtimes * sizeof(*was));
@@ -425,7 +447,7 @@ static int model_refresh(struct collector *c, int64_t now_ms) {
                 return -ENOMEM;
         memcpy(was, m->listed, m->n_runtimes * sizeof(*was));
         for (size_t k = 0; k < m->n_runtimes; k++)
-                m->listed[k] = model_runtime_life(m, k, s);
+                m->listed[k] = runtime_life_here(m, k, s);
         r = list_runtimes(m);
         if (r == 0)
                 r = build_series(m);
@@ -504,6 +526,7 @@ static void read_runtimes(const struct model *m, struct sample_batch *out) {
 static void read_core(const struct model *m, unsigned lc, struct sample_batch *out) {
         const struct model_state *st = &m->st;
         double util = 0, mem = 0, cats[DRIVER_MEMORY_CATEGORIES] = { 0 };
+        size_t here = lc - m->lc_first; /* its index among the reported cores */
         for (unsigned k = 0; k < m->lnc; k++) {
                 unsigned core = lc * m->lnc + k;
                 double split[DRIVER_MEMORY_CATEGORIES];
@@ -513,12 +536,12 @@ static void read_core(const struct model *m, unsigned lc, struct sample_batch *o
                 for (int j = 0; j < DRIVER_MEMORY_CATEGORIES; j++)
                         cats[j] += split[j];
                 if (m->lnc > 1)
-                        put(out, m->off_phys + (size_t) lc * m->lnc + k, st->util[core]);
+                        put(out, m->off_phys + here * m->lnc + k, st->util[core]);
         }
-        put(out, m->off_util + lc, util);
-        put(out, m->off_core_mem + lc, mem);
+        put(out, m->off_util + here, util);
+        put(out, m->off_core_mem + here, mem);
         for (int j = 0; m->categories && j < DRIVER_MEMORY_CATEGORIES; j++)
-                put(out, m->off_cat + (size_t) lc * DRIVER_MEMORY_CATEGORIES + j, cats[j]);
+                put(out, m->off_cat + here * DRIVER_MEMORY_CATEGORIES + j, cats[j]);
         int pos = m->held_pos[lc], owner = m->owner[lc];
         /* A held core's runtime figures, while that runtime lives as listed. */
         if (pos < 0 || st->rt_life[owner] != m->listed[owner] || m->counted_life[owner] != m->listed[owner])
@@ -552,8 +575,9 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
 
         memset(out->valid, 0, out->n);
         read_runtimes(m, out);
-        for (unsigned d = 0; d < m->n_dev; d++) {
-                put(out, m->off_up + d, st->down[d] ? 0 : 1);
+        for (unsigned i = 0; i < m->dev_count; i++) {
+                unsigned d = m->dev_first + i;
+                put(out, m->off_up + i, st->down[d] ? 0 : 1);
                 if (st->down[d])
                         continue;
                 double used = 0;
@@ -561,16 +585,16 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
                         used += st->mem[d * m->cores + k];
                 for (unsigned k = 0; k < m->lcores; k++)
                         read_core(m, d * m->lcores + k, out);
-                put(out, m->off_dev_mem + d, used);
-                put(out, m->off_dev_total + d, (double) m->instance->chip->memory_bytes);
-                put(out, m->off_power + d, m->power_avg[d]);
-                for (int i = 0; i < 2; i++)
-                        put(out, m->off_hbm + d * 2 + i, whole(m->hbm_bytes[d * 2 + i]));
-                for (int i = 0; i < DMA__COUNT; i++)
-                        put(out, m->off_dma + d * DMA__COUNT + i, whole(m->dma_bytes[d * DMA__COUNT + i]));
-                for (int i = 0; i < DRIVER_ECC__COUNT; i++)
-                        put(out, m->off_ecc + d * DRIVER_ECC__COUNT + i,
-                            whole(m->ecc_events[d * DRIVER_ECC__COUNT + i]));
+                put(out, m->off_dev_mem + i, used);
+                put(out, m->off_dev_total + i, (double) m->instance->chip->memory_bytes);
+                put(out, m->off_power + i, m->power_avg[d]);
+                for (int k = 0; k < 2; k++)
+                        put(out, m->off_hbm + i * 2 + k, whole(m->hbm_bytes[d * 2 + k]));
+                for (int k = 0; k < DMA__COUNT; k++)
+                        put(out, m->off_dma + i * DMA__COUNT + k, whole(m->dma_bytes[d * DMA__COUNT + k]));
+                for (int k = 0; k < DRIVER_ECC__COUNT; k++)
+                        put(out, m->off_ecc + i * DRIVER_ECC__COUNT + k,
+                            whole(m->ecc_events[d * DRIVER_ECC__COUNT + k]));
         }
         /* A link's series belong to its device: they go with it. */
         for (size_t l = 0; l < m->n_links; l++) {

@@ -172,13 +172,14 @@ const struct catalog_instance catalog[] = {
           .torus_width = 4, .torus_height = 4, .servers = 4, .link_bandwidth = 1024e9,
           .cross_link_bandwidth = 256e9, .host_vcpus = 768, .host_memory_bytes = 8192 * GiB_BYTES },
         /* 003: 64 devices, all-to-all through NeuronSwitch-v1, 2,048 GiB/s
-         * per device; 768 vCPUs, 8,192 GiB host memory. */
+         * per device; 768 vCPUs, 8,192 GiB host memory. No source gives
+         * its number of servers, so it is modelled as one host. */
         { .name = "trn3-gen1-ultraserver", .chip = &chip_trainium3, .devices = 64, .topology = TOPOLOGY_SWITCH,
           .link_bandwidth = 2048 * GiB, .host_vcpus = 768, .host_memory_bytes = 8192 * GiB_BYTES },
         /* 003: 36 servers x 4 devices = 144, all-to-all through two levels
          * of NeuronSwitch-v1; 2,304 vCPUs, 27,648 GiB host memory. */
         { .name = "trn3-gen2-ultraserver", .chip = &chip_trainium3, .devices = 144, .topology = TOPOLOGY_SWITCH,
-          .link_bandwidth = 2048 * GiB, .host_vcpus = 2304, .host_memory_bytes = 27648 * GiB_BYTES },
+          .servers = 36, .link_bandwidth = 2048 * GiB, .host_vcpus = 2304, .host_memory_bytes = 27648 * GiB_BYTES },
 };
 /* clang-format on */
 

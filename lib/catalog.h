@@ -41,7 +41,8 @@ struct catalog_instance {
         unsigned devices;
         enum catalog_topology topology;
         unsigned torus_width, torus_height; /* TOPOLOGY_TORUS_2D, per server */
-        unsigned servers;                   /* > 1: a ring joins same-position chips of the servers */
+        unsigned servers;                   /* hosts of an UltraServer (> 1), devices / servers each; a
+                                             * 2D torus also joins same-position chips of the servers in a ring */
         double link_bandwidth;              /* per device inside a server, bytes/s; 0 without links */
         double cross_link_bandwidth;        /* per device between servers, bytes/s */
         unsigned host_vcpus;

@@ -17,8 +17,10 @@ void inventory_free(struct inventory *inv) {
         if (!inv)
                 return;
         /* n_devices may be set before the array's allocation failed. */
-        for (unsigned i = 0; inv->devices && i < inv->n_devices; i++)
+        for (unsigned i = 0; inv->devices && i < inv->n_devices; i++) {
                 free(inv->devices[i].peers);
+                free(inv->devices[i].peer_nodes);
+        }
         free(inv->devices);
         runtime_info_free(inv->runtimes, inv->n_runtimes);
         free(inv->series);

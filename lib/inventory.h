@@ -39,7 +39,18 @@ struct device_info {
         uint64_t memory_bytes;        /* HBM capacity; 0 when unknown */
         char serial[24];              /* sysfs serial_number, or "" when unknown */
         unsigned n_peers;
-        unsigned *peers; /* device indexes this device links to */
+        unsigned *peers;      /* device indexes this device links to */
+        unsigned *peer_nodes; /* [n_peers] the UltraServer node of each peer (peers index
+                               * that node's devices), or NULL: all on this host */
+};
+
+/* The UltraServer this host is one node of, as the Neuron driver's
+ * /sys/class/neuron_device/{server_id_N,node_id_N} give it, or as the
+ * device model makes one up. nodes == 0: not part of an UltraServer. */
+struct ultraserver_identity {
+        char id[24];    /* the UltraServer's serial: 16 hex digits */
+        unsigned node;  /* this host's node id, 0 .. nodes - 1 */
+        unsigned nodes; /* hosts in the UltraServer */
 };
 
 /* The EC2 instance, as its instance metadata (IMDS) describes it, or as
@@ -71,6 +82,7 @@ struct inventory {
         char driver_version[32];                /* Neuron driver version, or "" */
         unsigned lnc;                           /* physical NeuronCores per logical one; 0: no devices */
         struct instance_identity identity;
+        struct ultraserver_identity ultraserver;
         unsigned n_devices;
         struct device_info *devices;
         /* The runtimes running now; a backend that knows of none has none. */

@@ -186,14 +186,14 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .help = "Bytes sent by the device over its NeuronLink to the peer device.",
                 .unit = "bytes",
                 .type = METRIC_COUNTER,
-                .labels = { "neuron_device", "peer_device" },
+                .labels = { "neuron_device", "peer_device", "peer_node" },
         },
         [METRIC_LINK_RX_BYTES] = {
                 .name = "neuron_link_receive_bytes_total",
                 .help = "Bytes received by the device over its NeuronLink from the peer device.",
                 .unit = "bytes",
                 .type = METRIC_COUNTER,
-                .labels = { "neuron_device", "peer_device" },
+                .labels = { "neuron_device", "peer_device", "peer_node" },
         },
         [METRIC_SYSTEM_VCPU_COUNT] = {
                 .name = "system_vcpu_count",

@@ -201,6 +201,12 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
         buf_puts(b, ",\"peers\":[");
         for (unsigned p = 0; p < d->n_peers; p++)
                 buf_printf(b, "%s%u", p ? "," : "", d->peers[p]);
+        /* On one node of an UltraServer: each peer's node (its index is on that node). */
+        if (d->peer_nodes) {
+                buf_puts(b, "],\"peer_nodes\":[");
+                for (unsigned p = 0; p < d->n_peers; p++)
+                        buf_printf(b, "%s%u", p ? "," : "", d->peer_nodes[p]);
+        }
         buf_puts(b, "],\"serial_number\":");
         json_string(b, d->serial);
         json_device_metrics(b, set, d->index);
@@ -248,6 +254,14 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         json_string(b, inv->driver_version);
         buf_printf(b, ",\"lnc\":%u,\"instance\":", inv->lnc);
         json_identity(b, &inv->identity);
+        buf_puts(b, ",\"ultraserver\":");
+        if (inv->ultraserver.nodes) {
+                buf_puts(b, "{\"id\":");
+                json_string(b, inv->ultraserver.id);
+                buf_printf(b, ",\"node\":%u,\"nodes\":%u}", inv->ultraserver.node, inv->ultraserver.nodes);
+        } else {
+                buf_puts(b, "null");
+        }
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, ",\"devices\":[");
         for (unsigned i = 0; i < inv->n_devices; i++) {

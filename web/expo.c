@@ -201,6 +201,19 @@ static void render_info(struct buf *b, enum accept_format format, const struct i
                 append_labels(b, instance_label_names, inst, INSTANCE_LABELS, &open);
                 buf_puts(b, open ? "} 1\n" : " 1\n");
         }
+        if (inv->ultraserver.nodes) {
+                static const char *const us_names[] = { "ultraserver_id", "ultraserver_node", "ultraserver_nodes" };
+                char node[16], nodes[16];
+                snprintf(node, sizeof(node), "%u", inv->ultraserver.node);
+                snprintf(nodes, sizeof(nodes), "%u", inv->ultraserver.nodes);
+                const char *us_values[] = { inv->ultraserver.id, node, nodes };
+                family_header(b, format, "neuron_ultraserver_info", "The UltraServer this host is a node of; always 1.",
+                              "info", NULL);
+                buf_puts(b, "neuron_ultraserver_info");
+                open = false;
+                append_labels(b, us_names, us_values, 3, &open);
+                buf_puts(b, "} 1\n");
+        }
         if (inv->n_devices == 0)
                 return;
         const struct device_info *d = &inv->devices[0];

@@ -732,6 +732,114 @@ static void model_read__week_long_gap__stays_within_limits(void **state) {
         fixture_free(f);
 }
 
+/* Every link series of fixture a to node b has its counterpart on b's side
+ * (the same bytes); returns how many were compared. */
+static size_t compare_links(const struct fixture *a, const char *node_a, const struct fixture *b, const char *node_b) {
+        size_t checked = 0;
+        for (size_t i = 0; i < a->c->inv.n_series; i++) {
+                const struct series_desc *s = &a->c->inv.series[i];
+                if ((s->metric != METRIC_LINK_TX_BYTES && s->metric != METRIC_LINK_RX_BYTES) ||
+                    strcmp(s->label_values[2], node_b) != 0)
+                        continue;
+                enum metric_id other = s->metric == METRIC_LINK_TX_BYTES ? METRIC_LINK_RX_BYTES : METRIC_LINK_TX_BYTES;
+                size_t j = find(b, other, s->label_values[1], s->label_values[0], node_a);
+                assert_true(a->valid[i] && b->valid[j]);
+                if (a->values[i] != b->values[j])
+                        fail_msg("%s{%s,%s,%s} = %.0f on node %s, its peer's side says %.0f",
+                                 metric_table[s->metric].name, s->label_values[0], s->label_values[1], node_b,
+                                 a->values[i], node_a, b->values[j]);
+                checked++;
+        }
+        return checked;
+}
+
+/* Two daemons on two nodes of one UltraServer, same seed, read at the same
+ * times: what one sends to the other is what the other receives. */
+static void model_read__ultraserver_nodes__tx_equals_peer_node_rx(void **state) {
+        static const struct {
+                const char *spec_a, *spec_b, *node_a, *node_b;
+                size_t links; /* link series of a towards b, both directions */
+        } cases[] = {
+                /* 4 devices each, all-to-all: 4 x 4 pairs, tx and rx. */
+                { "model:trn3-gen2-ultraserver,node=2,seed=3", "model:trn3-gen2-ultraserver,node=35,seed=3", "2", "35",
+                  32 },
+                { "model:trn3-gen2-ultraserver,node=0,seed=9,scenario=moe",
+                  "model:trn3-gen2-ultraserver,node=1,seed=9,scenario=moe", "0", "1", 32 },
+                /* The ring between same-position chips: 16 links each way. */
+                { "model:trn2-ultraserver,node=0,seed=3,scenario=training",
+                  "model:trn2-ultraserver,node=1,seed=3,scenario=training", "0", "1", 32 },
+        };
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+                struct fixture *a = open_spec(cases[k].spec_a), *b = open_spec(cases[k].spec_b);
+                double sum = 0;
+                for (int64_t t = 0; t <= 120; t += 15) {
+                        read_at(a, T0 + t * 1000);
+                        read_at(b, T0 + t * 1000);
+                }
+                assert_int_equal(compare_links(a, cases[k].node_a, b, cases[k].node_b), cases[k].links);
+                assert_int_equal(compare_links(b, cases[k].node_b, a, cases[k].node_a), cases[k].links);
+                for (size_t i = 0; i < a->c->inv.n_series; i++)
+                        if (a->c->inv.series[i].metric == METRIC_LINK_TX_BYTES)
+                                sum += a->values[i];
+                assert_true(sum > 0);
+                fixture_free(a);
+                fixture_free(b);
+        }
+}
+
+/* node=K serves one host of the UltraServer: its devices, its cores, its
+ * runtimes, peers on every other node, and the UltraServer's identity. */
+static void model_open__ultraserver_node__one_hosts_devices(void **state) {
+        struct fixture *f = open_spec("model:trn3-gen2-ultraserver,node=35,seed=3");
+        struct fixture *g = open_spec("model:trn3-gen2-ultraserver,node=0,seed=3");
+        const struct inventory *inv = &f->c->inv;
+
+        read_at(f, T0);
+        read_at(g, T0);
+        assert_int_equal(inv->n_devices, 4);
+        assert_int_equal(count_metric(f, METRIC_DEVICE_UP), 4);
+        assert_int_equal(count_metric(f, METRIC_CORE_UTILIZATION), 16);
+        assert_int_equal(count_metric(f, METRIC_CORE_PHYSICAL_UTILIZATION), 32);
+        assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 4 * 143);
+        assert_int_equal(inv->devices[3].first_core, 12);
+        assert_int_equal(inv->devices[3].n_peers, 143);
+        assert_non_null(inv->devices[3].peer_nodes);
+        /* Its own devices are peers on node 35, the others' by their index there. */
+        assert_int_equal(inv->devices[3].peers[0], 0);
+        assert_int_equal(inv->devices[3].peer_nodes[0], 0);
+        assert_int_equal(inv->devices[3].peers[142], 2);
+        assert_int_equal(inv->devices[3].peer_nodes[142], 35);
+        /* One runtime per host, holding its 16 cores. */
+        assert_int_equal(inv->n_runtimes, 1);
+        assert_int_equal(inv->runtimes[0].n_cores, 16);
+        assert_int_equal(inv->runtimes[0].cores[0], 0);
+        assert_string_equal(inv->runtimes[0].tag, "steady-35");
+        assert_int_equal(inv->ultraserver.nodes, 36);
+        assert_int_equal(inv->ultraserver.node, 35);
+        assert_int_equal(strlen(inv->ultraserver.id), 16);
+        /* One UltraServer, two instances. */
+        assert_string_equal(inv->ultraserver.id, g->c->inv.ultraserver.id);
+        assert_int_equal(g->c->inv.ultraserver.node, 0);
+        assert_string_not_equal(inv->identity.instance_id, g->c->inv.identity.instance_id);
+        /* The whole UltraServer in one daemon is no node of one. */
+        struct fixture *w = open_spec("model:trn3-gen2-ultraserver");
+        assert_int_equal(w->c->inv.ultraserver.nodes, 0);
+        assert_null(w->c->inv.devices[0].peer_nodes);
+        fixture_free(w);
+        fixture_free(f);
+        fixture_free(g);
+}
+
+static void model_open__ultraserver_node__bad_nodes_and_faults_explain(void **state) {
+        expect_open_error("model:trn3-gen2-ultraserver,node=36",
+                          "node 36 does not exist on trn3-gen2-ultraserver (0-35)");
+        expect_open_error("model:trn2-ultraserver,node=4", "(0-3)");
+        expect_open_error("model:trn1.32xlarge,node=0", "trn1.32xlarge is one host");
+        expect_open_error("model:trn3-gen1-ultraserver,node=0", "is one host");
+        expect_open_error("model:trn3-gen2-ultraserver,node=-1", "not a node number");
+        expect_open_error("model:trn3-gen2-ultraserver,node=1,fault=device_down:0", "not modelled on one node");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(model_open__bad_options__explain),
@@ -754,6 +862,9 @@ int main(void) {
                 cmocka_unit_test(model_read__one_hour__within_physical_limits),
                 cmocka_unit_test(model_read__link__tx_equals_peer_rx),
                 cmocka_unit_test(model_open__bad_spec__einval_with_reason),
+                cmocka_unit_test(model_read__ultraserver_nodes__tx_equals_peer_node_rx),
+                cmocka_unit_test(model_open__ultraserver_node__one_hosts_devices),
+                cmocka_unit_test(model_open__ultraserver_node__bad_nodes_and_faults_explain),
         };
         return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }
