@@ -190,3 +190,61 @@ int sysfs_parse_device_name(const char *name, unsigned *ret) {
         *ret = (unsigned) v;
         return 0;
 }
+
+static bool is_busy(const char *buf, size_t len) {
+        return len == 4 && memcmp(buf, "busy", 4) == 0;
+}
+
+int sysfs_parse_node_id(const char *buf, size_t len, int *ret) {
+        uint64_t v;
+        len = chomp(buf, len);
+        if (len == 0)
+                return -ENODATA;
+        if (is_busy(buf, len))
+                return -EBUSY;
+        if (len == 2 && memcmp(buf, "-1", 2) == 0) {
+                *ret = -1;
+                return 0;
+        }
+        /* Node ids are small: at most 4 digits. */
+        if (len > 4 || parse_u64(buf, len, &v) < 0)
+                return -EINVAL;
+        *ret = (int) v;
+        return 0;
+}
+
+int sysfs_parse_server_id(const char *buf, size_t len, char *out, size_t size) {
+        len = chomp(buf, len);
+        if (len == 0)
+                return -ENODATA;
+        if (is_busy(buf, len))
+                return -EBUSY;
+        if (len != 16 || size < 17)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                char c = buf[i];
+                if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+                        return -EINVAL;
+        }
+        for (size_t i = 0; i < len; i++)
+                out[i] = (char) (buf[i] >= 'A' && buf[i] <= 'F' ? buf[i] - 'A' + 'a' : buf[i]);
+        out[len] = '\0';
+        return 0;
+}
+
+int sysfs_parse_ultraserver_modes(const char *buf, size_t len, unsigned *ret_mask) {
+        unsigned mask = 0;
+        len = chomp(buf, len);
+        if (is_busy(buf, len))
+                return -EBUSY;
+        /* "m,m,...": one digit 1-4 each, separated by single commas. */
+        for (size_t i = 0; i < len; i += 2) {
+                if (buf[i] < '1' || buf[i] > '4' || (i + 1 < len && buf[i + 1] != ','))
+                        return -EINVAL;
+                if (i + 1 == len - 1)
+                        return -EINVAL; /* a trailing comma */
+                mask |= 1u << (buf[i] - '0');
+        }
+        *ret_mask = mask;
+        return 0;
+}

@@ -405,6 +405,72 @@ static int sysfs_probe(const struct collector_args *args) {
         return 0;
 }
 
+/* Reads a class attribute of the UltraServer files into buf (NUL-free). */
+static int read_class_file(int root_fd, const char *name, char *buf, size_t size, size_t *ret_len) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s/%s", SYSFS_CLASS_DIR, name);
+        return file_read_at(root_fd, path, buf, size, 0, ret_len);
+}
+
+static void ultraserver_error(struct ultraserver_identity *us, const char *name, int r) {
+        snprintf(us->error, sizeof(us->error), "%s/%s: %s", SYSFS_CLASS_DIR, name,
+                 r == -EBUSY     ? "busy: the driver is still electing the UltraServer's nodes"
+                 : r == -EINVAL  ? "not in the driver's format"
+                 : r == -ENODATA ? "empty"
+                                 : strerror(-r));
+}
+
+/* The UltraServer this host is a node of (sysfs.h names the files): the
+ * largest size whose node id and serial say it is one. Without the files
+ * (an older driver, a chip without UltraServers) it is none; a file that
+ * cannot be read or parsed leaves it none with the reason. Read once, at
+ * open: a host changes UltraServer only with a driver reload. */
+static void read_ultraserver(int root_fd, struct ultraserver_identity *ret) {
+        static const unsigned sizes[] = { 4, 2 };
+        struct ultraserver_identity us = { 0 };
+        char buf[64], name[32], id[24];
+        size_t len;
+        int node;
+
+        int r = read_class_file(root_fd, "ultraserver_mode", buf, sizeof(buf), &len);
+        if (r == -ENOENT)
+                goto done;
+        if (r >= 0)
+                r = sysfs_parse_ultraserver_modes(buf, len, &us.modes);
+        if (r < 0) {
+                ultraserver_error(&us, "ultraserver_mode", r);
+                goto done;
+        }
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                snprintf(name, sizeof(name), "node_id_%u", sizes[i]);
+                r = read_class_file(root_fd, name, buf, sizeof(buf), &len);
+                if (r >= 0)
+                        r = sysfs_parse_node_id(buf, len, &node);
+                if (r >= 0 && node >= (int) sizes[i])
+                        r = -EINVAL;
+                if (r == -ENOENT || (r >= 0 && node < 0))
+                        continue;
+                if (r < 0) {
+                        ultraserver_error(&us, name, r);
+                        goto done;
+                }
+                snprintf(name, sizeof(name), "server_id_%u", sizes[i]);
+                r = read_class_file(root_fd, name, buf, sizeof(buf), &len);
+                if (r >= 0)
+                        r = sysfs_parse_server_id(buf, len, id, sizeof(id));
+                if (r < 0) {
+                        ultraserver_error(&us, name, r);
+                        goto done;
+                }
+                snprintf(us.id, sizeof(us.id), "%s", id);
+                us.node = (unsigned) node;
+                us.nodes = sizes[i];
+                break;
+        }
+done:
+        *ret = us;
+}
+
 static int sysfs_open(const struct collector_args *args, struct collector **ret) {
         char root[PATH_MAX];
         unsigned idx[MAX_DEVICES], lnc;
@@ -454,6 +520,7 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
         /* Only now: the destructors walk n_devices entries of these arrays. */
         inv->n_devices = n;
         (void) read_string(s->root_fd, SYSFS_VERSION_FILE, inv->driver_version, sizeof(inv->driver_version));
+        read_ultraserver(s->root_fd, &inv->ultraserver);
         unsigned first_core = 0, first_phys = 0;
         for (unsigned d = 0; d < inv->n_devices; d++) {
                 r = add_device(s, d, idx[d], first_core, first_phys);

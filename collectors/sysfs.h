@@ -93,6 +93,33 @@ int sysfs_busy_ratio(const struct sysfs_pe_counters *prev, const struct sysfs_pe
 /* Parses a device directory name "neuron<N>". Returns 0 or -EINVAL. */
 int sysfs_parse_device_name(const char *name, unsigned *ret);
 
+/* The UltraServer files of the driver's class directory,
+ * <root>/class/neuron_device/ (aws-neuron-driver neuron_cdev.c,
+ * ncdev_class_attrs; contents from v3/neuron_pelect.c and, for drivers of
+ * chips without UltraServers, v2/neuron_dhal_v2.c):
+ *   node_id_2, node_id_4      "%d\n": this host's node in a 2- or 4-node
+ *                             UltraServer, -1 when it is in none
+ *   server_id_2, server_id_4  "%016llx\n": the UltraServer's serial, all
+ *                             zeros when none
+ *   ultraserver_mode          the modes the hardware supports, "1,2,3,4\n"
+ *                             (1 X4, 2 X2H, 3 X2V, 4 X1; neuron_driver_shared.h)
+ *                             or "\n"
+ * Each says "busy\n" while the driver elects the UltraServer's nodes. */
+#define SYSFS_CLASS_DIR "class/neuron_device"
+
+/* Parses node_id_N. Returns 0 (-1 for none), -EBUSY for "busy", -ENODATA
+ * when empty, -EINVAL otherwise ("invalid", garbage, below -1). */
+int sysfs_parse_node_id(const char *buf, size_t len, int *ret);
+
+/* Parses server_id_N into 16 lower-case hex digits and a NUL (out has 17
+ * bytes or more). Returns 0, -EBUSY, -ENODATA when empty, -EINVAL
+ * otherwise. All zeros is a valid answer: no UltraServer. */
+int sysfs_parse_server_id(const char *buf, size_t len, char *out, size_t size);
+
+/* Parses ultraserver_mode into a bit mask, bit m for mode m (1-4).
+ * Returns 0 (mask 0 for "\n"), -EBUSY, -EINVAL otherwise. */
+int sysfs_parse_ultraserver_modes(const char *buf, size_t len, unsigned *ret_mask);
+
 /* HBM capacity of a chip by its sysfs device_name, from the chip
  * catalog. Returns 0 or -ENOENT when the chip is not in the catalog. */
 int sysfs_capacity_for(const char *device_name, uint64_t *ret);

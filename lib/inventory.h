@@ -48,9 +48,11 @@ struct device_info {
  * /sys/class/neuron_device/{server_id_N,node_id_N} give it, or as the
  * device model makes one up. nodes == 0: not part of an UltraServer. */
 struct ultraserver_identity {
-        char id[24];    /* the UltraServer's serial: 16 hex digits */
-        unsigned node;  /* this host's node id, 0 .. nodes - 1 */
-        unsigned nodes; /* hosts in the UltraServer */
+        char id[24];     /* the UltraServer's serial: 16 hex digits */
+        unsigned node;   /* this host's node id, 0 .. nodes - 1 */
+        unsigned nodes;  /* hosts in the UltraServer */
+        unsigned modes;  /* the driver's ultraserver_mode: bit m for mode m (1-4); 0 unknown */
+        char error[160]; /* why the driver's files could not be read, "" when none */
 };
 
 /* The EC2 instance, as its instance metadata (IMDS) describes it, or as

@@ -238,6 +238,30 @@ static void json_identity(struct buf *b, const struct instance_identity *id) {
         buf_puts(b, "}");
 }
 
+/* The UltraServer this host is a node of: null when none and nothing went
+ * wrong finding out. */
+static void json_ultraserver(struct buf *b, const struct ultraserver_identity *us) {
+        buf_puts(b, ",\"ultraserver\":");
+        if (!us->nodes && !us->error[0]) {
+                buf_puts(b, "null");
+                return;
+        }
+        buf_puts(b, "{\"id\":");
+        if (us->nodes) {
+                json_string(b, us->id);
+                buf_printf(b, ",\"node\":%u,\"nodes\":%u", us->node, us->nodes);
+        } else {
+                buf_puts(b, "null,\"node\":null,\"nodes\":null");
+        }
+        buf_puts(b, ",\"modes\":[");
+        for (unsigned m = 1, n = 0; m <= 4; m++)
+                if (us->modes & 1u << m)
+                        buf_printf(b, "%s%u", n++ ? "," : "", m);
+        buf_puts(b, "],\"error\":");
+        json_string(b, us->error);
+        buf_puts(b, "}");
+}
+
 void api_devices(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct inventory *inv = ctx->inv;
         struct buf *b = &reply->body;
@@ -254,14 +278,7 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         json_string(b, inv->driver_version);
         buf_printf(b, ",\"lnc\":%u,\"instance\":", inv->lnc);
         json_identity(b, &inv->identity);
-        buf_puts(b, ",\"ultraserver\":");
-        if (inv->ultraserver.nodes) {
-                buf_puts(b, "{\"id\":");
-                json_string(b, inv->ultraserver.id);
-                buf_printf(b, ",\"node\":%u,\"nodes\":%u}", inv->ultraserver.node, inv->ultraserver.nodes);
-        } else {
-                buf_puts(b, "null");
-        }
+        json_ultraserver(b, &inv->ultraserver);
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, ",\"devices\":[");
         for (unsigned i = 0; i < inv->n_devices; i++) {

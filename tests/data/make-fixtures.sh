@@ -96,3 +96,15 @@ device trn1 3 2 "POWER_STATUS_INVALID,1763700000,0.00,0.00,0.00"
 device_name=Trainium2 arch=NDv3 core_arch=NCv3 instance=trn2.48xlarge v2=1
 tree trn2 2.21.37.0
 device trn2 0 8 "POWER_STATUS_NO_DATA,1763700000,0.00,0.00,0.00"
+
+# One host of a Trn2 UltraServer: node 2 of 4, with the driver's class-level
+# UltraServer files (aws-neuron-driver neuron_cdev.c, v3/neuron_pelect.c).
+device_name=Trainium2 arch=NDv3 core_arch=NCv3 instance=trn2u.48xlarge v2=1
+tree trn2u 2.24.7.0
+device trn2u 0 8 "POWER_STATUS_VALID,1763700000,30.00,70.00,55.00"
+class=trn2u/class/neuron_device
+put "$class/ultraserver_mode" "1,2,3,4"
+put "$class/node_id_4" 2
+put "$class/server_id_4" 5a0c3e91d2b84f07
+put "$class/node_id_2" 0
+put "$class/server_id_2" 5a0c3e91d2b84f08

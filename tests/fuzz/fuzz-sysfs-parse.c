@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         memcpy(copy, buf, len);
 
-        switch (data[0] % 5) {
+        switch (data[0] % 6) {
         case 0: {
                 uint64_t v;
                 (void) sysfs_parse_u64(copy, len, &v);
@@ -45,6 +45,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 double r;
                 if (sysfs_parse_pe_counters(copy, len, &a) == 0 && sysfs_busy_ratio(&b, &a, &r) == 0 &&
                     !(r >= 0 && r <= 1))
+                        abort();
+                break;
+        }
+        case 4: {
+                int node;
+                unsigned modes;
+                char id[17];
+                if (sysfs_parse_node_id(copy, len, &node) == 0 && node < -1)
+                        abort();
+                if (sysfs_parse_server_id(copy, len, id, sizeof(id)) == 0 && strlen(id) != 16)
+                        abort();
+                if (sysfs_parse_ultraserver_modes(copy, len, &modes) == 0 && (modes & ~0x1eu))
                         abort();
                 break;
         }

@@ -7,7 +7,7 @@
 need curl
 
 failed=0
-for tree in inf1 inf2 trn1 trn2; do
+for tree in inf1 inf2 trn1 trn2 trn2u; do
   start_daemon "$tree" --backend "sysfs:$top_srcdir/tests/data/$tree" --log-level debug
   stable_metrics > "$TEST_TMP/$tree.metrics"
   http /api/v1/devices --fail > "$TEST_TMP/$tree.devices"

@@ -163,6 +163,48 @@ static void sysfs_parse_device_name__names__index(void **state) {
         assert_int_equal(v, 15);
 }
 
+static void sysfs_parse_node_id__driver_output__node_or_error(void **state) {
+        int v = 99;
+        assert_int_equal(sysfs_parse_node_id("3\n", 2, &v), 0);
+        assert_int_equal(v, 3);
+        assert_int_equal(sysfs_parse_node_id("-1\n", 3, &v), 0);
+        assert_int_equal(v, -1);
+        assert_int_equal(sysfs_parse_node_id("busy\n", 5, &v), -EBUSY);
+        assert_int_equal(sysfs_parse_node_id("\n", 1, &v), -ENODATA);
+        assert_int_equal(sysfs_parse_node_id("invalid\n", 8, &v), -EINVAL);
+        assert_int_equal(sysfs_parse_node_id("-2\n", 3, &v), -EINVAL);
+        assert_int_equal(sysfs_parse_node_id("99999\n", 6, &v), -EINVAL);
+        assert_int_equal(v, -1);
+}
+
+static void sysfs_parse_server_id__driver_output__hex_or_error(void **state) {
+        char id[17] = "";
+        assert_int_equal(sysfs_parse_server_id("00000000DEADbeef\n", 17, id, sizeof(id)), 0);
+        assert_string_equal(id, "00000000deadbeef");
+        assert_int_equal(sysfs_parse_server_id("busy\n", 5, id, sizeof(id)), -EBUSY);
+        assert_int_equal(sysfs_parse_server_id("\n", 1, id, sizeof(id)), -ENODATA);
+        assert_int_equal(sysfs_parse_server_id("0x000000deadbeef\n", 17, id, sizeof(id)), -EINVAL);
+        assert_int_equal(sysfs_parse_server_id("00000000deadbeef0\n", 18, id, sizeof(id)), -EINVAL);
+        assert_int_equal(sysfs_parse_server_id("00000000deadbeef\n", 17, id, 16), -EINVAL);
+        assert_string_equal(id, "00000000deadbeef");
+}
+
+static void sysfs_parse_ultraserver_modes__lists__mask_or_error(void **state) {
+        unsigned m = 99;
+        assert_int_equal(sysfs_parse_ultraserver_modes("1,2,3,4\n", 8, &m), 0);
+        assert_int_equal(m, 0x1e);
+        assert_int_equal(sysfs_parse_ultraserver_modes("4\n", 2, &m), 0);
+        assert_int_equal(m, 0x10);
+        assert_int_equal(sysfs_parse_ultraserver_modes("\n", 1, &m), 0);
+        assert_int_equal(m, 0);
+        assert_int_equal(sysfs_parse_ultraserver_modes("busy\n", 5, &m), -EBUSY);
+        static const char *const bad[] = { "1,\n", ",1\n", "1,,2\n", "12\n", "5\n", "0\n", "1 ,2\n", "1;2\n" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (sysfs_parse_ultraserver_modes(bad[i], strlen(bad[i]), &m) != -EINVAL)
+                        fail_msg("'%s' was accepted", bad[i]);
+        assert_int_equal(m, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(sysfs_parse_u64__driver_format__value),
@@ -181,6 +223,9 @@ int main(void) {
                 cmocka_unit_test(sysfs_busy_ratio__deltas__ratio),
                 cmocka_unit_test(sysfs_busy_ratio__backwards_or_idle__error),
                 cmocka_unit_test(sysfs_parse_device_name__names__index),
+                cmocka_unit_test(sysfs_parse_node_id__driver_output__node_or_error),
+                cmocka_unit_test(sysfs_parse_server_id__driver_output__hex_or_error),
+                cmocka_unit_test(sysfs_parse_ultraserver_modes__lists__mask_or_error),
         };
         return cmocka_run_group_tests_name("sysfs-parse", tests, NULL, NULL);
 }

@@ -543,6 +543,78 @@ static void collector_open_spec__auto_without_driver__model_with_reason(void **s
         collector_close(c);
 }
 
+#define CLASS "class/neuron_device/"
+
+/* The driver's class-level UltraServer files: this host is node 2 of a
+ * 4-node UltraServer (the 4-node files win over the 2-node ones). */
+static void sysfs_open__ultraserver_files__identity(void **state) {
+        struct collector *c = open_root(fixture("trn2u"));
+        const struct ultraserver_identity *us = &c->inv.ultraserver;
+        assert_string_equal(us->id, "5a0c3e91d2b84f07");
+        assert_int_equal(us->node, 2);
+        assert_int_equal(us->nodes, 4);
+        assert_int_equal(us->modes, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
+        assert_string_equal(us->error, "");
+        collector_close(c);
+        /* No class files (an older driver): no UltraServer, no complaint. */
+        c = open_root(fixture("trn2"));
+        assert_int_equal(c->inv.ultraserver.nodes, 0);
+        assert_string_equal(c->inv.ultraserver.error, "");
+        collector_close(c);
+}
+
+/* What a host outside any UltraServer reads (v2/neuron_dhal_v2.c), and a
+ * 2-node one. */
+static void sysfs_open__ultraserver_none_or_two__identity(void **state) {
+        scratch_copy("trn2u");
+        put(CLASS "node_id_4", "-1\n");
+        put(CLASS "server_id_4", "0000000000000000\n");
+        put(CLASS "node_id_2", "-1\n");
+        put(CLASS "ultraserver_mode", "\n");
+        struct collector *c = open_root(root);
+        assert_int_equal(c->inv.ultraserver.nodes, 0);
+        assert_int_equal(c->inv.ultraserver.modes, 0);
+        assert_string_equal(c->inv.ultraserver.error, "");
+        collector_close(c);
+        put(CLASS "node_id_2", "1\n");
+        put(CLASS "server_id_2", "5A0C3E91D2B84F08\n");
+        c = open_root(root);
+        assert_string_equal(c->inv.ultraserver.id, "5a0c3e91d2b84f08");
+        assert_int_equal(c->inv.ultraserver.node, 1);
+        assert_int_equal(c->inv.ultraserver.nodes, 2);
+        collector_close(c);
+}
+
+/* Bad contents: the daemon opens, with no UltraServer and the reason. */
+static void sysfs_open__ultraserver_bad_files__reason(void **state) {
+        static const struct {
+                const char *file, *contents, *reason;
+        } cases[] = {
+                { "node_id_4", "busy\n", "node_id_4: busy" },
+                { "node_id_4", "invalid\n", "node_id_4: not in the driver's format" },
+                { "node_id_4", "7\n", "node_id_4: not in the driver's format" },
+                { "node_id_4", "", "node_id_4: empty" },
+                { "server_id_4", "5a0c3e91\n", "server_id_4: not in the driver's format" },
+                { "server_id_4", "5a0c3e91d2b84fzz\n", "server_id_4: not in the driver's format" },
+                { "ultraserver_mode", "1,,2\n", "ultraserver_mode: not in the driver's format" },
+                { "ultraserver_mode", "busy\n", "ultraserver_mode: busy" },
+                { "ultraserver_mode", "\x01\xff\n", "ultraserver_mode: not in the driver's format" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char rel[64];
+                scratch_copy("trn2u");
+                snprintf(rel, sizeof(rel), CLASS "%s", cases[i].file);
+                put(rel, cases[i].contents);
+                struct collector *c = open_root(root);
+                assert_int_equal(c->inv.ultraserver.nodes, 0);
+                if (!strstr(c->inv.ultraserver.error, cases[i].reason))
+                        fail_msg("%s '%s': '%s' does not say '%s'", cases[i].file, cases[i].contents,
+                                 c->inv.ultraserver.error, cases[i].reason);
+                collector_close(c);
+                scratch_teardown(NULL);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(sysfs_open__trn1_tree__inventory),
@@ -559,6 +631,9 @@ int main(void) {
                 cmocka_unit_test_teardown(sysfs_read__trn2_tree__logical_cores_of_two, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_open__fifos_and_devices__absent_without_blocking, scratch_teardown),
                 cmocka_unit_test(sysfs_capacity_for__catalog__bytes_or_enoent),
+                cmocka_unit_test(sysfs_open__ultraserver_files__identity),
+                cmocka_unit_test_teardown(sysfs_open__ultraserver_none_or_two__identity, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_open__ultraserver_bad_files__reason, scratch_teardown),
                 cmocka_unit_test(collector_open_spec__auto_without_driver__model_with_reason),
         };
         return cmocka_run_group_tests_name("sysfs", tests, NULL, NULL);
