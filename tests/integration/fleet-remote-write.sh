@@ -7,6 +7,12 @@
 # started again: afterwards each receiver holds every tick each daemon
 # stored, once (no gap, no repeat), the databases stayed within their size
 # cap, and /metrics answered every scrape meanwhile.
+#
+# FLEET_NODES, FLEET_BACKEND: how many daemons, on which model instance.
+# FLEET_ULTRASERVER=1: the daemons are the hosts of one UltraServer (node=K
+# of FLEET_BACKEND, one seed): the receivers then also hold every core of
+# it, and what a device sends to a device on another node is what that node
+# says it received (fleet-ultraserver.sh).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/receivers.sh"
 
@@ -14,6 +20,7 @@
 
 NODES=${FLEET_NODES:-4}
 BACKEND=${FLEET_BACKEND:-model:trn1.32xlarge}
+ULTRASERVER=${FLEET_ULTRASERVER:-0}
 SEED=11
 SPEED=5
 INTERVAL_S=10
@@ -30,19 +37,21 @@ CONF
 start_prometheus_receiver prom
 start_victoria_metrics vm
 
-# node_conf K: the config file of node K's daemon.
+# node_conf K: the config file of node K's daemon; two nodes to an
+# UltraServer, or all of them.
 node_conf() {
+  if [ "$ULTRASERVER" = 1 ]; then _us=us0; else _us=us$(($1 / 2)); fi
   cat >"$TEST_TMP/node$1.conf" <<CONF
 [neurond]
 max_db_size = $DB_CAP
 [remote_write prom]
 url = $(receiver_write_url prom)
-external_labels = ultraserver=us$(($1 / 2)),instance=node$1
+external_labels = ultraserver=$_us,instance=node$1
 batch_send_deadline = 100ms
 max_backoff = 1s
 [remote_write vm]
 url = $(receiver_write_url vm)
-external_labels = ultraserver=us$(($1 / 2)),instance=node$1
+external_labels = ultraserver=$_us,instance=node$1
 batch_send_deadline = 100ms
 max_backoff = 1s
 CONF
@@ -51,7 +60,8 @@ CONF
 k=0
 while [ "$k" -lt "$NODES" ]; do
   node_conf "$k"
-  start_daemon "node$k" --backend "$BACKEND,seed=$SEED,speed=$SPEED" --interval "${INTERVAL_S}s" \
+  if [ "$ULTRASERVER" = 1 ]; then node=",node=$k"; else node=; fi
+  start_daemon "node$k" --backend "$BACKEND$node,seed=$SEED,speed=$SPEED" --interval "${INTERVAL_S}s" \
     --config "$TEST_TMP/node$k.conf"
   eval "URL_$k=\$URL"
   k=$((k + 1))
@@ -83,6 +93,66 @@ wait_until 120 devices_everywhere $((per_node * NODES)) ||
   fail "the receivers do not hold $((per_node * NODES)) devices: prom $(rx_value prom 'count(neuron_device_up)'), vm $(rx_value vm 'count(neuron_device_up)')"
 echo "both receivers hold $((per_node * NODES)) devices of $NODES nodes"
 
+# --- One UltraServer as its hosts: every core of it, and each link's two
+# sides agree. Daemons stamp their own ticks, so the two sides are compared
+# over a window of the sender's ticks against the receiving node's ticks
+# just inside and just outside it: the bytes sent lie between the two.
+if [ "$ULTRASERVER" = 1 ]; then
+  cores() {
+    echo "$devices" | python3 -c 'import json, sys; print(sum(d[sys.argv[1]] for d in json.load(sys.stdin)["data"]["devices"]))' "$1"
+  }
+  cores_everywhere() {
+    _t=$(common_tick) || return 1
+    for _rx in prom vm; do
+      [ "$(rx_value "$_rx" 'count(neuroncore_utilization_ratio)' "$_t")" = $(($(cores cores) * NODES)) ] || return 1
+      [ "$(rx_value "$_rx" 'count(neuroncore_physical_utilization_ratio)' "$_t")" = $(($(cores physical_cores) * NODES)) ] ||
+        return 1
+    done
+  }
+  wait_until 60 cores_everywhere ||
+    fail "the receivers do not hold $(($(cores physical_cores) * NODES)) physical cores: prom $(rx_value prom 'count(neuroncore_physical_utilization_ratio)'), vm $(rx_value vm 'count(neuroncore_physical_utilization_ratio)')"
+  echo "both receivers hold $(($(cores physical_cores) * NODES)) physical cores ($(($(cores cores) * NODES)) logical)"
+
+  # link_agrees FROM_NODE FROM_DEVICE TO_NODE TO_DEVICE: node FROM's transmit
+  # to the peer against node TO's receive from it, in VictoriaMetrics.
+  link_agrees() {
+    _end=$(common_tick)
+    _start=$(python3 -c "import sys; print(float(sys.argv[1]) - 30 * $INTERVAL_S)" "$_end")
+    rx_samples vm "neuron_link_transmit_bytes_total{instance=\"node$1\",neuron_device=\"$2\",peer_node=\"$3\",peer_device=\"$4\"}" \
+      "$_start" "$_end" >"$TEST_TMP/tx"
+    rx_samples vm "neuron_link_receive_bytes_total{instance=\"node$3\",neuron_device=\"$4\",peer_node=\"$1\",peer_device=\"$2\"}" \
+      "$_start" "$_end" >"$TEST_TMP/rx"
+    python3 - "$TEST_TMP/tx" "$TEST_TMP/rx" "$INTERVAL_S" <<'PY'
+import sys
+def load(path):
+    return sorted((int(t), float(v)) for _, t, v in (line.split() for line in open(path)))
+tx, rx, interval = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3]) * 1000
+if len(tx) < 10 or len(rx) < 10:
+    sys.exit("only %d transmit and %d receive samples" % (len(tx), len(rx)))
+# The sender's window, from its second tick to its last but one: the
+# receiver has ticks outside it on either side.
+(t1, v1), (t2, v2) = tx[1], tx[-2]
+inner = [s for s in rx if t1 <= s[0] <= t2]
+before = [s for s in rx if s[0] <= t1]
+after = [s for s in rx if s[0] >= t2]
+if not inner or not before or not after:
+    sys.exit("the receiver's ticks do not bracket [%d, %d]" % (t1, t2))
+low, high = inner[-1][1] - inner[0][1], after[0][1] - before[-1][1]
+sent = v2 - v1
+# A whole byte either way: each side rounds its counter down.
+if not (low > 0 and low - 2 <= sent <= high + 2):
+    sys.exit("sent %.0f bytes in [%d, %d]; the peer received between %.0f and %.0f" % (sent, t1, t2, low, high))
+if after[0][0] - before[-1][0] > t2 - t1 + 2 * interval:
+    sys.exit("the receiver's ticks are more than an interval outside the window")
+PY
+  }
+  for pair in "0 0 1 2" "1 2 0 0" "17 3 35 1" "35 1 17 3" "5 0 5 3"; do
+    # shellcheck disable=SC2086
+    link_agrees $pair || fail "node$(echo "$pair" | cut -d' ' -f1)'s link to node$(echo "$pair" | cut -d' ' -f3) and the peer's disagree"
+  done
+  echo "each link's transmit on one node is its peer node's receive, within one interval"
+fi
+
 # --- The fleet view: every dashboard query (the recorded series of the
 # fleet rules, evaluated at the receiver's clock) returns data.
 python3 "$top_srcdir/tests/integration/grafana-metrics.py" "$top_srcdir/contrib/grafana/neurond-fleet.json" \
@@ -101,8 +171,9 @@ every_query_has_data() {
 }
 wait_until 30 every_query_has_data >"$TEST_TMP/fleet-wait" ||
   fail "a fleet dashboard query returns no data: $(tail -n 1 "$TEST_TMP/fleet-wait")"
-[ "$(rx_value prom 'count(ultraserver:neuron_devices_up:count)')" = $(((NODES + 1) / 2)) ] ||
-  fail "the fleet rules do not see $(((NODES + 1) / 2)) UltraServers"
+if [ "$ULTRASERVER" = 1 ]; then ultraservers=1; else ultraservers=$(((NODES + 1) / 2)); fi
+[ "$(rx_value prom 'count(ultraserver:neuron_devices_up:count)')" = "$ultraservers" ] ||
+  fail "the fleet rules do not see $ultraservers UltraServers"
 echo "every one of the fleet dashboard's $(wc -l <"$TEST_TMP/fleet-queries") queries returns data"
 
 # --- The outage: VictoriaMetrics away for OUTAGE_S simulated seconds,
