@@ -8,6 +8,9 @@
 #            that remote-writes what it scrapes
 #   neurond  other daemons of the same kind, each writing to the receiver
 #            itself ([remote_write] section)
+# BENCH_PER_NODE=1 runs the daemons as the hosts of the UltraServer
+# (node=0, 1, ...: 4 devices each, up to 36 daemons) instead of each
+# simulating all 144 devices.
 # CPU per million samples is the CPU the forwarding adds: for the agent,
 # its own CPU plus what the scrapes add to the daemons; for neurond, what
 # the daemons with remote write use beyond the idle ones. Prints figures;
@@ -21,6 +24,11 @@ set -eu
 SECONDS_EACH=${BENCH_SECONDS:-30}
 DAEMONS=${BENCH_DAEMONS:-2}
 BACKEND=model:trn3-gen2-ultraserver,seed=3
+
+# backend K: daemon K's backend spec.
+backend() {
+  if [ "${BENCH_PER_NODE:-0}" = 1 ]; then echo "$BACKEND,node=$1"; else echo "$BACKEND"; fi
+}
 need prometheus
 need victoria-metrics
 
@@ -48,7 +56,7 @@ scraped_pids=
 targets=
 k=0
 while [ "$k" -lt "$DAEMONS" ]; do
-  start_daemon "plain$k" --backend "$BACKEND" --interval 1s
+  start_daemon "plain$k" --backend "$(backend "$k")" --interval 1s
   scraped_pids="$scraped_pids $DAEMON_PID"
   targets="$targets${targets:+, }'127.0.0.1:$PORT'"
   k=$((k + 1))
@@ -93,16 +101,17 @@ while [ "$k" -lt "$DAEMONS" ]; do
   k=$((k + 1))
 done
 
-# Phase neurond.
-cat >"$TEST_TMP/rw.conf" <<CONF
-[remote_write vm]
-url = $(receiver_write_url vm)
-CONF
+# Phase neurond: each daemon names itself, as the agent's scrapes do.
 writer_pids=
 writer_urls=
 k=0
 while [ "$k" -lt "$DAEMONS" ]; do
-  start_daemon "writer$k" --backend "$BACKEND" --interval 1s --config "$TEST_TMP/rw.conf"
+  cat >"$TEST_TMP/rw$k.conf" <<CONF
+[remote_write vm]
+url = $(receiver_write_url vm)
+external_labels = instance=writer$k
+CONF
+  start_daemon "writer$k" --backend "$(backend "$k")" --interval 1s --config "$TEST_TMP/rw$k.conf"
   writer_pids="$writer_pids $DAEMON_PID"
   writer_urls="$writer_urls $URL"
   k=$((k + 1))
@@ -122,14 +131,15 @@ while [ "$k" -lt "$DAEMONS" ]; do
   k=$((k + 1))
 done
 
-python3 - "$SECONDS_EACH" "$DAEMONS" "$idle_cpu" "$a0" "$a1" "$d0" "$d1" "$s0" "$s1" "$w0" "$w1" "$n0" "$n1" <<'PY'
+python3 - "$SECONDS_EACH" "$DAEMONS" "$idle_cpu" "$a0" "$a1" "$d0" "$d1" "$s0" "$s1" "$w0" "$w1" "$n0" "$n1" \
+  "$(backend K)" <<'PY'
 import sys
-secs, daemons, idle, a0, a1, d0, d1, s0, s1, w0, w1, n0, n1 = map(float, sys.argv[1:])
+secs, daemons, idle, a0, a1, d0, d1, s0, s1, w0, w1, n0, n1 = map(float, sys.argv[1:-1])
 agent_samples = s1 - s0
 agent_cpu = (a1 - a0) + (d1 - d0) - idle
 rw_samples = n1 - n0
 rw_cpu = (w1 - w0) - idle
-print(f"{int(daemons)} daemons of trn3-gen2-ultraserver at a 1 s interval, {int(secs)} s a phase")
+print(f"{int(daemons)} daemons of {sys.argv[-1]} at a 1 s interval, {int(secs)} s a phase")
 print(f"{'PATH':<36} {'SAMPLES/S':>10} {'CPU_S':>8} {'CPU_S/1M':>9}")
 for name, n, cpu in (("prometheus --enable-feature=agent", agent_samples, agent_cpu),
                      ("neurond remote write", rw_samples, rw_cpu)):

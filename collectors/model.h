@@ -1,8 +1,10 @@
 /* The device model: a deterministic simulation of Neuron hardware.
  *
- * Spec options: "<instance>[,scenario=<name>][,seed=<n>][,speed=<x>]
- * [,lnc=1|2][,memory_categories=on][,fault=<fault>]...". Same seed, same
- * options and same tick timestamps give the same series. docs/metrics.md
+ * Spec options: "<instance>[,node=<k>][,scenario=<name>][,seed=<n>]
+ * [,speed=<x>][,lnc=1|2][,memory_categories=on][,fault=<fault>]...". Same
+ * seed, same options and same tick timestamps give the same series;
+ * node=K is host K of an UltraServer, and the nodes' daemons of one seed
+ * agree on the traffic between them (docs/metrics.md). docs/metrics.md
  * documents the series, the runtimes each scenario runs and the fault
  * syntax. The runtimes alive at a time are a function of it: refresh()
  * lists them (and their series) before each read.

@@ -5,6 +5,8 @@
  * collector reads
  *   <root>/devices/virtual/neuron_device/neuron<N>/...   one per device
  *   <root>/module/neuron/version                         the driver version
+ *   <root>/class/neuron_device/{server_id_N,node_id_N,ultraserver_mode}
+ *                                                        the UltraServer, at open
  * so a test or a container passes the directory that holds "devices/" and
  * "module/". The layout is the driver's (aws-neuron-driver,
  * neuron_sysfs_metrics.c).

@@ -56,7 +56,8 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_TEXT,
                 FIELD(backend),
                 .default_text = "auto",
-                .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], sysfs[:<root>][,lnc=1|2] (<root> is "
+                .help = "model:<instance>[,node=<k>][,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], sysfs[:<root>][,lnc=1|2] "
+                        "(<root> is "
                         "where sysfs is mounted, default /sys), or auto: sysfs when the driver is present, else the "
                         "model",
         },
