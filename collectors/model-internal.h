@@ -214,9 +214,6 @@ void model_ultraserver(const struct model *m, struct ultraserver_identity *ret);
  * topology. */
 int model_build_topology(struct model *m);
 
-/* Whether device d (an UltraServer-wide index) is one this daemon reports. */
-bool model_reports_device(const struct model *m, unsigned d);
-
 /* ---- model-noise.c ---- */
 
 /* splitmix64: a tiny, well-mixed hash so that every value is a pure function

@@ -54,10 +54,6 @@ void model_assign_jobs(struct model *m) {
         }
 }
 
-bool model_reports_device(const struct model *m, unsigned d) {
-        return d >= m->dev_first && d < m->dev_first + m->dev_count;
-}
-
 /* A reported device's peers in the inventory: indexes on their own host,
  * with that host's node when this daemon is one node of an UltraServer. */
 static int list_peers(struct model *m, struct device_info *dev, const unsigned *peers, unsigned n) {
