@@ -33,8 +33,18 @@ def scrape(path):
 
 
 def get(path):
-    with urllib.request.urlopen(url + path, timeout=30) as r:
-        body = json.load(r)
+    # Once, under the load of a full make check, an answer of 400 KB ended
+    # after 128 KB with no error: ask once more, and say so in the log.
+    for attempt in (1, 2):
+        with urllib.request.urlopen(url + path, timeout=30) as r:
+            text = r.read()
+        try:
+            body = json.loads(text)
+            break
+        except ValueError:
+            print(f"note: {path}: answer cut short at {len(text)} bytes", file=sys.stderr)
+            if attempt == 2:
+                raise
     assert body["status"] == "success", body
     return body["data"]
 
