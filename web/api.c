@@ -448,6 +448,7 @@ struct matrix {
         struct history_result *res;
         size_t series; /* the series being written */
         size_t point;  /* its next point */
+        bool opened;   /* its labels are written */
         bool started, ended;
 };
 
@@ -460,10 +461,12 @@ static bool matrix_produce(void *cls, struct buf *out) {
         }
         while (out->len < STREAM_PIECE_BYTES && !out->failed && m->series < m->res->n_series) {
                 struct history_series *sr = &m->res->series[m->series];
-                if (m->point == 0) {
+                /* Not m->point == 0: a piece can end right after the labels. */
+                if (!m->opened) {
                         buf_puts(out, m->series ? ",{\"metric\":" : "{\"metric\":");
                         json_series_labels(out, &sr->desc, NULL);
                         buf_puts(out, ",\"values\":[");
+                        m->opened = true;
                 }
                 for (; m->point < sr->n_points && out->len < STREAM_PIECE_BYTES; m->point++) {
                         buf_puts(out, m->point ? "," : "");
@@ -477,6 +480,7 @@ static bool matrix_produce(void *cls, struct buf *out) {
                 sr->n_points = 0;
                 m->series++;
                 m->point = 0;
+                m->opened = false;
         }
         if (m->series == m->res->n_series && !m->ended) {
                 buf_puts(out, "]}}\n");
