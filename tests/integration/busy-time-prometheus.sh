@@ -51,17 +51,8 @@ WINDOW = f"{30 * int(scrape)}s"  # 30 scrapes, 450 s of the model's time
 
 
 def get(base, path, **params):
-    # An answer once ended early under load (busy-time.sh): ask once more.
-    for attempt in (1, 2):
-        with urllib.request.urlopen(base + path + "?" + urllib.parse.urlencode(params), timeout=30) as r:
-            text = r.read()
-        try:
-            body = json.loads(text)
-            break
-        except ValueError:
-            print(f"note: {path}: answer cut short at {len(text)} bytes", file=sys.stderr)
-            if attempt == 2:
-                raise
+    with urllib.request.urlopen(base + path + "?" + urllib.parse.urlencode(params), timeout=30) as r:
+        body = json.load(r)
     assert body["status"] == "success", body
     return body["data"]["result"]
 
