@@ -6,7 +6,7 @@ set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
   libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev libgnutls28-dev
-  libgrpc-dev libprotobuf-c-dev protobuf-c-compiler"
+  libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-gnutls-dev libsnappy-dev"
 # In a git checkout the dashboard's web assets (uPlot) come from npm through
 # package-lock.json (a release tarball carries them), and so does the
 # browser test's driver (playwright-core), at make check.
@@ -21,7 +21,7 @@ fi
 # boots one with systemd-nspawn and checks the package with lintian.
 # python3-grpcio and python3-grpc-tools: the test suite's stand-in kubelet;
 # socat: the Kubernetes pod's relay to it.
-test_packages="libcmocka-dev sqlite3 curl prometheus python3-prometheus-client
+test_packages="libcmocka-dev sqlite3 curl prometheus victoria-metrics python3-prometheus-client
   clang libclang-rt-14-dev clang-format mandoc systemd python3 python3-yaml openssl gzip wrk nginx-light
   chromium valgrind mmdebstrap systemd-container lintian iproute2 git
   python3-grpcio python3-grpc-tools socat"

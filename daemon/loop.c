@@ -312,6 +312,8 @@ int loop_tick(struct loop *l) {
                 l->store_unopened = st.unopened;
         }
         snapshot_slot_publish(l->latest, snap);
+        if (l->after_tick)
+                l->after_tick(l->after_tick_userdata);
         return r;
 }
 

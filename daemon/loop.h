@@ -75,6 +75,10 @@ struct loop {
          * configuration is bad. NULL: SIGHUP is only logged. */
         int (*reload)(struct loop *l, void *userdata);
         void *reload_userdata;
+        /* Called from the loop's thread after each tick was handed to the
+         * store (stored or not); it must return at once. NULL: none. */
+        void (*after_tick)(void *userdata);
+        void *after_tick_userdata;
         /* For /metrics, read by HTTP threads: valid samples handed to the
          * store successfully, and ticks the store refused. */
         atomic_uint_fast64_t samples_stored;

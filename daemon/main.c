@@ -23,6 +23,7 @@
 #include "lib/log.h"
 #include "lib/pod.h"
 #include "lib/snapshot.h"
+#include "remote/remote.h"
 #include "storage/store.h"
 #include "web/api.h"
 #include "web/expo.h"
@@ -50,7 +51,10 @@ struct daemon {
         struct pod_slot pods;   /* initialised before any step */
         struct pod_core *cores; /* the host's cores, for pod attribution */
         size_t n_cores;
-        struct podwatch *podwatch; /* NULL when pod_labels is off */
+        struct podwatch *podwatch;   /* NULL when pod_labels is off */
+        struct cursor_source cursor; /* the store, as the remote writers read it */
+        struct remote_set *remote;   /* NULL without remote write endpoints */
+        struct forward forward;      /* the writers' counters, for /metrics */
         atomic_uint_fast64_t http_requests[EXPO_HTTP_CODES];
         struct web_context web;
         struct http_server *http;
@@ -128,6 +132,20 @@ static int read_http_files(struct daemon *d) {
                 fprintf(stderr, "neurond: %s\n", err);
                 return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
         }
+        return 0;
+}
+
+/* Remote write endpoints: their URLs, settings and files are checked
+ * before anything starts, like the HTTP files. */
+static int check_remote_write(struct daemon *d) {
+        const struct settings *s = &d->settings;
+        char err[1024];
+
+        for (size_t i = 0; i < s->n_remote_write; i++)
+                if (remote_endpoint_check(&s->remote_write[i], err, sizeof(err)) < 0) {
+                        fprintf(stderr, "neurond: %s\n", err);
+                        return EXIT_USAGE;
+                }
         return 0;
 }
 
@@ -271,6 +289,31 @@ static int open_loop(struct daemon *d) {
         return 0;
 }
 
+static void wake_remote_writers(void *userdata) {
+        remote_set_wake(userdata);
+}
+
+/* One thread per endpoint, reading the store; each tick wakes them. */
+static int open_remote_write(struct daemon *d) {
+        const struct settings *s = &d->settings;
+        char err[1024];
+
+        if (s->n_remote_write == 0)
+                return 0;
+        d->cursor = (struct cursor_source){ &store_cursor_ops, d->store };
+        int r = remote_set_start(s->remote_write, s->n_remote_write, &d->cursor, &d->remote, err, sizeof(err));
+        if (r < 0) {
+                log_error("%s", err);
+                return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
+        }
+        d->forward = (struct forward){ &remote_forward_ops, d->remote };
+        d->loop.after_tick = wake_remote_writers;
+        d->loop.after_tick_userdata = d->remote;
+        for (size_t i = 0; i < s->n_remote_write; i++)
+                log_info("remote write %s: %s", s->remote_write[i].name, s->remote_write[i].url);
+        return 0;
+}
+
 /* Logs what changed in the kubelet's answers: whether it answers (when
  * that changes, or the error does), and IDs that name no core or device. */
 static void pods_refreshed(const struct pod_map *previous, const struct pod_map *current, void *userdata) {
@@ -343,6 +386,7 @@ static void fill_web_context(struct daemon *d) {
                         .store_errors = &d->loop.store_errors,
                         .http_requests = d->http_requests,
                         .history = &d->web.history,
+                        .forward = &d->forward,
                         .process = true,
                 },
                 .latest = &d->latest,
@@ -407,10 +451,11 @@ static int open_http(struct daemon *d) {
 }
 
 /* What --check-config checks; it stops after them. */
-static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files };
+static int (*const config_steps[])(struct daemon *d) = { open_backend, read_http_files, check_remote_write };
 /* The rest of the daemon. */
 static int (*const run_steps[])(struct daemon *d) = {
-        refuse_root, open_host, open_identity, open_signals, open_store, open_loop, open_pods, open_http,
+        refuse_root, open_host, open_identity,     open_signals, open_store,
+        open_loop,   open_pods, open_remote_write, open_http,
 };
 
 static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), size_t n) {
@@ -422,6 +467,7 @@ static int open_steps(struct daemon *d, int (*const *steps)(struct daemon *d), s
 
 static void daemon_close(struct daemon *d) {
         http_stop(d->http);
+        remote_set_stop(d->remote);
         podwatch_stop(d->podwatch);
         free(d->cores);
         loop_done(&d->loop);
@@ -450,6 +496,7 @@ static int reload_settings(struct loop *l, void *userdata) {
                 return -EINVAL;
         }
         settings_reload(&d->settings, &s, waiting, sizeof(waiting));
+        settings_free(&s);
         if (waiting[0])
                 log_warning("reload: %s: changes take effect at the next restart", waiting);
         log_set_level(d->settings.log_level);
@@ -479,9 +526,9 @@ static int daemon_run(struct daemon *d) {
 static void print_config_summary(const struct daemon *d) {
         const struct settings *s = &d->settings;
 
-        printf("configuration OK: listen %s, backend %s, interval %lldms, db %s%s%s\n", s->listen.text,
-               d->backend->inv.backend, (long long) s->interval_ms, s->db_path, s->config_path[0] ? ", config " : "",
-               s->config_path);
+        printf("configuration OK: listen %s, backend %s, interval %lldms, db %s, %zu remote write endpoint%s%s%s\n",
+               s->listen.text, d->backend->inv.backend, (long long) s->interval_ms, s->db_path, s->n_remote_write,
+               s->n_remote_write == 1 ? "" : "s", s->config_path[0] ? ", config " : "", s->config_path);
 }
 
 int main(int argc, char **argv) {
@@ -513,6 +560,12 @@ int main(int argc, char **argv) {
         d.argc = argc;
         d.argv = argv;
         log_init(d.settings.log_level);
+        /* libcurl's global state, before any thread starts. */
+        if (remote_global_init() < 0) {
+                log_error("initialising libcurl failed");
+                settings_free(&d.settings);
+                return EXIT_FAILURE;
+        }
         snapshot_slot_init(&d.latest);
         pod_slot_init(&d.pods);
 
@@ -525,5 +578,7 @@ int main(int argc, char **argv) {
                         status = daemon_run(&d);
         }
         daemon_close(&d);
+        remote_global_cleanup();
+        settings_free(&d.settings);
         return status;
 }

@@ -365,6 +365,140 @@ const struct settings_item settings_table[] = {
 #define TABLE_SIZE (sizeof(settings_table) / sizeof(settings_table[0]))
 const size_t settings_table_size = TABLE_SIZE;
 
+#define ENDPOINT(name)                                                                                                 \
+        .offset = offsetof(struct remote_endpoint, name), .size = sizeof(((struct remote_endpoint *) 0)->name)
+
+const struct settings_item settings_remote_write_table[] = {
+        {
+                .key = "url",
+                .arg = "URL",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(url),
+                .help = "the receiver's remote write URL, http:// or https:// (required), such as "
+                        "http://prometheus:9090/api/v1/write",
+        },
+        {
+                .key = "remote_timeout",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                ENDPOINT(remote_timeout_ms),
+                .min = 100,
+                .max = 600 * 1000,
+                .default_value = REMOTE_DEFAULT_TIMEOUT_MS,
+                .help = "time one request may take, connecting included",
+        },
+        {
+                .key = "tls_ca_file",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(tls_ca_file),
+                .default_help = "the system's CA certificates",
+                .help = "PEM CA certificates to verify the receiver with",
+        },
+        {
+                .key = "tls_cert_file",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(tls_cert_file),
+                .help = "PEM client certificate for the receiver; with tls_key_file",
+        },
+        {
+                .key = "tls_key_file",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(tls_key_file),
+                .help = "PEM private key of tls_cert_file",
+        },
+        {
+                .key = "tls_insecure_skip_verify",
+                .arg = "BOOL",
+                .kind = SETTINGS_BOOL,
+                ENDPOINT(tls_insecure_skip_verify),
+                .help = "do not verify the receiver's certificate (for tests; anyone on the path can read the data)",
+        },
+        {
+                .key = "basic_auth_username",
+                .arg = "NAME",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(basic_auth_username),
+                .help = "user for HTTP basic authentication; with basic_auth_password_file",
+        },
+        {
+                .key = "basic_auth_password_file",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(basic_auth_password_file),
+                .help = "file whose first line is the basic authentication password",
+        },
+        {
+                .key = "bearer_token_file",
+                .arg = "PATH",
+                .kind = SETTINGS_TEXT,
+                ENDPOINT(bearer_token_file),
+                .help = "file whose first line is a token sent as Authorization: Bearer",
+        },
+        {
+                .key = "external_labels",
+                .arg = "LABELS",
+                .kind = SETTINGS_LABELS,
+                ENDPOINT(external_labels),
+                .help = "labels for every series sent, such as instance=node7, ultraserver=\"us-1\" (a series' own "
+                        "label of the same name wins)",
+        },
+        {
+                .key = "max_samples_per_send",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                ENDPOINT(max_samples_per_send),
+                .min = 1,
+                .max = REMOTE_MAX_SAMPLES_PER_SEND_MAX,
+                .default_value = REMOTE_DEFAULT_MAX_SAMPLES_PER_SEND,
+                .help = "stored samples per request at most",
+        },
+        {
+                .key = "batch_send_deadline",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                ENDPOINT(batch_send_deadline_ms),
+                .min = 1,
+                .max = 3600 * 1000,
+                .default_value = REMOTE_DEFAULT_BATCH_SEND_DEADLINE_MS,
+                .help = "longest a sample waits for a fuller request",
+        },
+        {
+                .key = "min_backoff",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                ENDPOINT(min_backoff_ms),
+                .min = 1,
+                .max = 3600 * 1000,
+                .default_value = REMOTE_DEFAULT_MIN_BACKOFF_MS,
+                .help = "wait before the first retry of a failed request; it doubles with each retry",
+        },
+        {
+                .key = "max_backoff",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                ENDPOINT(max_backoff_ms),
+                .min = 1,
+                .max = 3600 * 1000,
+                .default_value = REMOTE_DEFAULT_MAX_BACKOFF_MS,
+                .help = "longest wait between retries, a receiver's Retry-After included",
+        },
+        {
+                .key = "sample_age_limit",
+                .arg = "DURATION",
+                .kind = SETTINGS_DURATION,
+                ENDPOINT(sample_age_limit_ms),
+                .default_help = "none",
+                .help = "skip samples older than this behind the newest stored one, as a receiver would refuse "
+                        "them (counted as failed)",
+        },
+};
+
+#define REMOTE_WRITE_TABLE_SIZE (sizeof(settings_remote_write_table) / sizeof(settings_remote_write_table[0]))
+const size_t settings_remote_write_table_size = REMOTE_WRITE_TABLE_SIZE;
+
 int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, socklen_t *ret_len) {
         /* No address (":PORT") is every address. */
         char host[INET6_ADDRSTRLEN + 2] = "[::]";
@@ -461,14 +595,16 @@ static void format_range(const struct settings_item *it, char *out, size_t size)
         }
 }
 
-static void *field(const struct settings_item *it, struct settings *s) {
-        return (char *) s + it->offset;
+/* The row's field in base: a struct settings, or a struct remote_endpoint
+ * for the rows of settings_remote_write_table. */
+static void *field(const struct settings_item *it, void *base) {
+        return (char *) base + it->offset;
 }
 
 /* Parses text as the row's value into s. Returns 0, or -EINVAL with the
  * reason (without the key or flag) in why. */
-static int item_parse(const struct settings_item *it, const char *text, struct settings *s, char *why, size_t whylen) {
-        void *p = field(it, s);
+static int item_parse(const struct settings_item *it, const char *text, void *base, char *why, size_t whylen) {
+        void *p = field(it, base);
         char range[80];
         int64_t ms;
 
@@ -526,6 +662,10 @@ static int item_parse(const struct settings_item *it, const char *text, struct s
                         return -EINVAL;
                 }
                 break;
+        case SETTINGS_LABELS:
+                if (remote_parse_labels(text, p, why, whylen) < 0)
+                        return -EINVAL;
+                break;
         case SETTINGS_CONFIG:
         case SETTINGS_ACTION:
                 snprintf(why, whylen, "takes no value");
@@ -559,6 +699,7 @@ static void settings_defaults(struct settings *s) {
                 case SETTINGS_BOOL:
                         *(bool *) field(it, s) = it->default_value != 0;
                         break;
+                case SETTINGS_LABELS:
                 case SETTINGS_CONFIG:
                 case SETTINGS_ACTION:
                         break;
@@ -582,6 +723,66 @@ struct ini_state {
         int error;
 };
 
+/* The endpoint of a [remote_write NAME] section, added at its first key;
+ * NULL with the reason in why. A section may not come back after another. */
+static struct remote_endpoint *remote_write_section(struct settings *s, const char *name, char *why, size_t whylen) {
+        size_t len = strlen(name);
+
+        if (len == 0 || len >= CURSOR_NAME_MAX ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyz"
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != len) {
+                snprintf(why, whylen,
+                         "[%s %s]: the name must be 1 to %d letters, digits, '_', '-' or '.', such as "
+                         "[%s central]",
+                         SETTINGS_REMOTE_WRITE_SECTION, name, CURSOR_NAME_MAX - 1, SETTINGS_REMOTE_WRITE_SECTION);
+                return NULL;
+        }
+        for (size_t i = 0; i < s->n_remote_write; i++)
+                if (strcmp(s->remote_write[i].name, name) == 0) {
+                        if (i + 1 == s->n_remote_write)
+                                return &s->remote_write[i];
+                        snprintf(why, whylen, "[%s %s] is given twice", SETTINGS_REMOTE_WRITE_SECTION, name);
+                        return NULL;
+                }
+        struct remote_endpoint *grown = realloc(s->remote_write, (s->n_remote_write + 1) * sizeof(*grown));
+        if (!grown) {
+                snprintf(why, whylen, "out of memory");
+                return NULL;
+        }
+        s->remote_write = grown;
+        struct remote_endpoint *e = &s->remote_write[s->n_remote_write++];
+        /* Zeroed whole, padding included: a reload compares endpoints bytewise. */
+        memset(e, 0, sizeof(*e));
+        remote_endpoint_init(e, name);
+        return e;
+}
+
+static const struct settings_item *find_remote_write_key(const char *key) {
+        for (size_t i = 0; i < REMOTE_WRITE_TABLE_SIZE; i++)
+                if (strcmp(settings_remote_write_table[i].key, key) == 0)
+                        return &settings_remote_write_table[i];
+        return NULL;
+}
+
+/* A key of a [remote_write NAME] section; 1 as inih wants it, or 0. */
+static int on_remote_write_value(struct ini_state *st, const char *section, const char *name, const char *value) {
+        const char *endpoint = section + strlen(SETTINGS_REMOTE_WRITE_SECTION) + 1;
+        const struct settings_item *it = find_remote_write_key(name);
+        char why[480];
+
+        struct remote_endpoint *e = remote_write_section(st->settings, endpoint, why, sizeof(why));
+        if (!e)
+                snprintf(st->why, sizeof(st->why), "%s", why);
+        else if (!it)
+                snprintf(st->why, sizeof(st->why), "unknown setting '%s' in [%s]", name, section);
+        else if (item_parse(it, value, e, why, sizeof(why)) < 0)
+                snprintf(st->why, sizeof(st->why), "%s: %s", name, why);
+        else
+                return 1;
+        st->error = -EINVAL;
+        return 0;
+}
+
 /* inih stops at the first line whose handler returns 0 and returns that
  * line's number, which the caller puts in front of the reason. */
 static int on_ini_value(void *user, const char *section, const char *name, const char *value) {
@@ -589,8 +790,12 @@ static int on_ini_value(void *user, const char *section, const char *name, const
         const struct settings_item *it = find_key(name);
         char why[480];
 
+        if (strncmp(section, SETTINGS_REMOTE_WRITE_SECTION " ", strlen(SETTINGS_REMOTE_WRITE_SECTION) + 1) == 0)
+                return on_remote_write_value(st, section, name, value);
         if (section[0] && strcmp(section, "neurond") != 0) {
-                snprintf(st->why, sizeof(st->why), "unknown section [%s] (expected [neurond])", section);
+                snprintf(st->why, sizeof(st->why),
+                         "unknown section [%s] (expected [neurond] or [" SETTINGS_REMOTE_WRITE_SECTION " NAME])",
+                         section);
         } else if (!it) {
                 snprintf(st->why, sizeof(st->why), "unknown setting '%s'", name);
         } else if (item_parse(it, value, st->settings, why, sizeof(why)) < 0) {
@@ -654,6 +859,12 @@ static int load_config_file(struct settings *s, const char *path, char *err, siz
                 }
         }
         free(text);
+        for (size_t i = 0; r == 0 && i < s->n_remote_write; i++)
+                if (!s->remote_write[i].url[0]) {
+                        snprintf(err, errlen, "%s: [%s %s] has no url", path, SETTINGS_REMOTE_WRITE_SECTION,
+                                 s->remote_write[i].name);
+                        r = -EINVAL;
+                }
         if (r == 0)
                 snprintf(s->config_path, sizeof(s->config_path), "%s", path);
         return r;
@@ -744,24 +955,32 @@ int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t
         int action = scan_flags(argc, argv, NULL, &config_path, err, errlen);
         if (action < 0 || action == SETTINGS_HELP || action == SETTINGS_VERSION)
                 return action;
-        if (config_path) {
-                if (load_config_file(&s, config_path, err, errlen) < 0)
-                        return -EINVAL;
-        } else if (access(NEUROND_CONFIG_FILE, F_OK) == 0) {
-                if (load_config_file(&s, NEUROND_CONFIG_FILE, err, errlen) < 0)
-                        return -EINVAL;
-        }
-        if (scan_flags(argc, argv, &s, &config_path, err, errlen) < 0)
-                return -EINVAL;
-        if (!s.tls_cert[0] != !s.tls_key[0]) {
+        int r = 0;
+        if (config_path)
+                r = load_config_file(&s, config_path, err, errlen);
+        else if (access(NEUROND_CONFIG_FILE, F_OK) == 0)
+                r = load_config_file(&s, NEUROND_CONFIG_FILE, err, errlen);
+        if (r == 0)
+                r = scan_flags(argc, argv, &s, &config_path, err, errlen);
+        if (r >= 0 && !s.tls_cert[0] != !s.tls_key[0]) {
                 snprintf(err, errlen, "tls_cert and tls_key must be given together");
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                settings_free(&s);
                 return -EINVAL;
         }
         *ret = s;
         return action;
 }
 
-static bool item_equal(const struct settings_item *it, const struct settings *a, const struct settings *b) {
+void settings_free(struct settings *s) {
+        free(s->remote_write);
+        s->remote_write = NULL;
+        s->n_remote_write = 0;
+}
+
+static bool item_equal(const struct settings_item *it, const void *a, const void *b) {
         const void *x = (const char *) a + it->offset, *y = (const char *) b + it->offset;
 
         switch (it->kind) {
@@ -791,6 +1010,15 @@ void settings_reload(struct settings *running, const struct settings *loaded, ch
                         len += w > 0 ? (size_t) w : 0;
                 }
         }
+        bool same = running->n_remote_write == loaded->n_remote_write;
+        for (size_t i = 0; same && i < running->n_remote_write; i++) {
+                same = strcmp(running->remote_write[i].name, loaded->remote_write[i].name) == 0;
+                for (size_t k = 0; same && k < REMOTE_WRITE_TABLE_SIZE; k++)
+                        same = item_equal(&settings_remote_write_table[k], &running->remote_write[i],
+                                          &loaded->remote_write[i]);
+        }
+        if (!same && len < size)
+                snprintf(changed + len, size - len, "%s%s", len ? ", " : "", "remote_write");
         memcpy(running->config_path, loaded->config_path, sizeof(running->config_path));
 }
 
@@ -870,6 +1098,16 @@ void settings_print_help(FILE *out, const char *argv0) {
                         snprintf(text, sizeof(text), "as --%s", it->flag);
                 else
                         describe(it, text, sizeof(text));
+                print_entry(out, left, 35, text);
+        }
+        fprintf(out, "\n"
+                     "Remote write: any number of [" SETTINGS_REMOTE_WRITE_SECTION " NAME] sections, one per\n"
+                     "endpoint, with these keys (the name labels the endpoint's metrics and keys\n"
+                     "its saved position); they apply at the next start.\n");
+        for (size_t i = 0; i < REMOTE_WRITE_TABLE_SIZE; i++) {
+                const struct settings_item *it = &settings_remote_write_table[i];
+                snprintf(left, sizeof(left), "    %s = %s", it->key, it->arg);
+                describe(it, text, sizeof(text));
                 print_entry(out, left, 35, text);
         }
         fprintf(out, "\n"

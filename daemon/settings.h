@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "lib/log.h"
+#include "remote/remote.h"
 
 #define SETTINGS_DEFAULT_LISTEN "127.0.0.1:9710"
 #define SETTINGS_DEFAULT_INTERVAL_MS 1000
@@ -82,8 +83,17 @@ struct settings {
         uint64_t max_db_bytes;
         int64_t integrity_check_ms; /* PRAGMA quick_check period */
 
+        /* Remote write endpoints, one [remote_write NAME] section each, in
+         * the file's order; settings_free() frees them. */
+        struct remote_endpoint *remote_write;
+        size_t n_remote_write;
+
         char config_path[PATH_MAX]; /* the config file read; "" when none */
 };
+
+/* The config file section of a remote write endpoint: "[remote_write NAME]",
+ * NAME of letters, digits, '_', '-' and '.'. */
+#define SETTINGS_REMOTE_WRITE_SECTION "remote_write"
 
 /* How a value is written and stored. */
 enum settings_kind {
@@ -94,6 +104,7 @@ enum settings_kind {
         SETTINGS_SIZE,      /* uint64_t bytes: "1073741824", "512M", "1G" */
         SETTINGS_BOOL,      /* bool: true/yes/on/1, false/no/off/0; a flag of its own sets it true */
         SETTINGS_LOG_LEVEL, /* enum log_level: error, warning, info or debug */
+        SETTINGS_LABELS,    /* struct remote_labels: "name=value, name=\"value\"" */
         SETTINGS_CONFIG,    /* --config FILE: the file to read; stored in config_path */
         SETTINGS_ACTION,    /* --help and the like: settings_load() returns .action */
 };
@@ -122,6 +133,11 @@ struct settings_item {
 extern const struct settings_item settings_table[];
 extern const size_t settings_table_size;
 
+/* The keys of a [remote_write NAME] section; offsets are into struct
+ * remote_endpoint, defaults those of remote_endpoint_init(). */
+extern const struct settings_item settings_remote_write_table[];
+extern const size_t settings_remote_write_table_size;
+
 /* Parses "ADDR:PORT" or "[IPV6]:PORT" with a numeric address, or ":PORT" for
  * every address, which is "[::]:PORT" (served on IPv4 too, as exporters do).
  * Returns 0 or -EINVAL. */
@@ -131,6 +147,9 @@ int settings_parse_listen(const char *text, struct sockaddr_storage *ret_addr, s
  * when it exists) and argv. Returns the action to take, or -EINVAL with a
  * one-line reason in err ("option --interval: ...", "FILE:LINE: ..."). */
 int settings_load(int argc, char **argv, struct settings *ret, char *err, size_t errlen);
+
+/* Frees what settings_load() allocated (the remote write endpoints). */
+void settings_free(struct settings *s);
 
 /* A reload: copies the settings a reload applies at once from loaded into
  * running, and writes to changed the keys whose new values wait for a

@@ -9,6 +9,7 @@
  *   store-compact.c    an hour's head chunks merged into one, and its rollups
  *   store-retention.c  age limits per tier and the size cap
  *   query.c            range queries and the series list
+ *   store-cursor.c     stored samples in order for forwarders, their saved positions
  *
  * Every function here runs on the tick loop's thread and its connection
  * (s->db), except where query.c and store-check.c say otherwise. */
@@ -21,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lib/cursor.h"
 #include "storage/rollup.h"
 #include "storage/store.h"
 #include "storage/tickbuf.h"
@@ -53,6 +55,17 @@ struct series_cache {
         struct series_desc *descs;
 };
 
+/* A forwarder's position saved through store_cursor_ops, and whether the
+ * database has it yet. */
+struct store_position {
+        char name[CURSOR_NAME_MAX];
+        struct cursor_position pos;
+        bool dirty;
+};
+
+/* Positions written at most per tick (more wait for the next). */
+#define STORE_POSITIONS_FLUSHED 64
+
 struct store {
         struct store_options opt;
         char *path;
@@ -84,6 +97,12 @@ struct store {
         uint64_t generation; /* of the file at the path; 0 before the first connect */
         bool damaged;        /* the current generation's file is damaged */
         char aside[4200];    /* the name of the file set aside last */
+
+        /* Forwarders' positions (store-cursor.c): saved by their threads,
+         * written by the tick loop after each tick. */
+        pthread_mutex_t positions_lock;
+        struct store_position *positions;
+        size_t n_positions;
 
         /* The scheduled check (store-check.c); check_db is the connection
          * it reads with, NULL between checks. */
@@ -205,6 +224,12 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
  * the file exceeds the size cap; inside the caller's transaction. Raw
  * data of pending hours stays: their rollups are made from it. */
 int store_enforce_retention(struct store *s, int64_t now_ms);
+
+/* ---- store-cursor.c ---- */
+
+/* Writes the positions saved since the last call, in a transaction of
+ * their own, into the positions table (created then). */
+int store_flush_positions(struct store *s);
 
 /* ---- the recent table's rows ---- */
 

@@ -40,6 +40,7 @@ static int store_new(const char *path, const struct store_options *o, struct sto
         atomic_init(&s->series_generation, 0);
         pthread_mutex_init(&s->read_lock, NULL);
         pthread_mutex_init(&s->stats_lock, NULL);
+        pthread_mutex_init(&s->positions_lock, NULL);
         int r = store_check_start(s);
         if (r < 0) {
                 store_close(s);
@@ -143,12 +144,16 @@ void store_close(struct store *s) {
                         sql_exec(s->db, "ROLLBACK");
                 sql_exec(s->db, "PRAGMA incremental_vacuum");
         }
+        if (s->db)
+                store_flush_positions(s);
         store_db_disconnect(s);
         store_unlock(s);
         free(s->cache.ids);
         free(s->cache.descs);
         pthread_mutex_destroy(&s->read_lock);
         pthread_mutex_destroy(&s->stats_lock);
+        pthread_mutex_destroy(&s->positions_lock);
+        free(s->positions);
         free(s->path);
         tickbuf_free(&s->buf);
         free(s);
@@ -226,6 +231,10 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
         r = s->db ? 0 : store_attach(s);
         if (r == 0)
                 r = store_sync_ticks(s);
+        /* Forwarders' positions follow the ticks they were read from; one
+         * that cannot be written now stays pending for the next tick. */
+        if (r == 0)
+                store_flush_positions(s);
         if (r == -EUCLEAN && s->db)
                 store_note_damage(s, store_generation(s));
         pthread_mutex_lock(&s->stats_lock);

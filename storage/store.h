@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/cursor.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
 
@@ -132,3 +133,10 @@ int store_list_series(struct store *s, int metric, const struct history_matcher 
 
 /* The store behind lib/history.h's interface; impl is a struct store. */
 extern const struct history_ops store_history_ops;
+
+/* The store behind lib/cursor.h's interface; impl is a struct store.
+ * Reads use the queries' connection. Saved positions are kept in memory
+ * and written with the next tick stored (or at store_close()) into the
+ * positions table, which the first save creates: a file without it has
+ * none saved. */
+extern const struct cursor_ops store_cursor_ops;

@@ -321,6 +321,43 @@ static void counter_line(struct buf *out, const char *name, const atomic_uint_fa
         buf_printf(out, " %llu\n", (unsigned long long) atomic_load_explicit(value, memory_order_relaxed));
 }
 
+/* Remote write, per endpoint: the names docs/remote-write.md gives, which
+ * every request also carries. */
+static void render_forward(const struct forward *fw, enum accept_format format, struct buf *out) {
+        static const struct {
+                const char *name, *help, *type, *unit;
+        } families[] = {
+                { "neurond_remote_write_samples_sent_total", "Stored samples the remote write receiver took.",
+                  "counter", NULL },
+                { "neurond_remote_write_samples_failed_total",
+                  "Stored samples the receiver refused for good (4xx) or past sample_age_limit.", "counter", NULL },
+                { "neurond_remote_write_retries_total",
+                  "Remote write requests sent again after no answer, a 5xx or a 429.", "counter", NULL },
+                { "neurond_remote_write_pending_samples", "Stored samples not sent yet, as last counted.", "gauge",
+                  NULL },
+                { "neurond_remote_write_behind_seconds",
+                  "The newest stored sample's time minus the newest sent one's; 0 when caught up.", "gauge",
+                  "seconds" },
+        };
+        size_t n = fw->ops->count(fw->impl);
+
+        for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+                family_header(out, format, families[k].name, families[k].help, families[k].type, families[k].unit);
+                for (size_t i = 0; i < n; i++) {
+                        struct forward_stats st;
+                        fw->ops->get(fw->impl, i, &st);
+                        const double values[] = { (double) st.samples_sent, (double) st.samples_failed,
+                                                  (double) st.retries, (double) st.pending, st.behind_seconds };
+                        buf_puts(out, families[k].name);
+                        buf_puts(out, "{endpoint=\"");
+                        expo_escape_label_value(out, st.endpoint);
+                        buf_puts(out, "\"} ");
+                        buf_double(out, values[k]);
+                        buf_puts(out, "\n");
+                }
+        }
+}
+
 /* neurond's process as Prometheus client libraries describe theirs. */
 static void render_process(struct buf *out, enum accept_format format, const struct process_stats *ps) {
         family_header(out, format, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
@@ -374,6 +411,8 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                               "Damaged database files set aside at start-up.", "counter", NULL);
                 buf_printf(out, "neurond_storage_damaged_databases_total %u\n", st.damaged_set_aside);
         }
+        if (self->forward && self->forward->ops)
+                render_forward(self->forward, format, out);
         if (self->http_requests) {
                 family_header(out, format, "neurond_http_requests_total",
                               "HTTP responses sent, by status code (before this one).", "counter", NULL);

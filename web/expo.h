@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "lib/buf.h"
+#include "lib/forward.h"
 #include "lib/history.h"
 #include "lib/inventory.h"
 #include "lib/pod.h"
@@ -45,6 +46,7 @@ struct expo_self {
         const atomic_uint_fast64_t *store_errors;
         const atomic_uint_fast64_t *http_requests; /* EXPO_HTTP_CODES entries */
         const struct history *history;             /* the store's write health, or NULL */
+        const struct forward *forward;             /* remote write endpoints, or NULL */
         bool process;                              /* neurond's own process_* figures (lib/process.h) */
 };
 

@@ -18,9 +18,9 @@ if [ ! -f .clang-format ]; then
 fi
 
 # The source directories only: a build tree may sit inside the source tree
-# (make distcheck puts one in _build/), and node_modules is not ours.
-# kube/*.pb-c.[ch] are protoc-c's output (in an in-tree build).
-files=$(find lib collectors kube daemon storage web tests bench -name node_modules -prune -o \
+# (make distcheck puts one in _build/), node_modules is not ours, and
+# protoc-c's output (kube/ and remote/prompb/*.pb-c.[ch]) is not written by hand.
+files=$(find lib collectors kube daemon storage web remote tests bench -name node_modules -prune -o \
   -type f \( -name '*.c' -o -name '*.h' \) ! -name '*.pb-c.[ch]' -print 2>/dev/null | LC_ALL=C sort)
 if [ -z "$files" ]; then
   echo "no C sources found under $top_srcdir"

@@ -1,14 +1,15 @@
 #!/bin/sh
 # contrib/prometheus: the scrape configuration and the rules pass promtool's
-# checks, the rule unit tests pass, and every alert has unit tests that
-# expect it both silent and firing.
+# checks, the rule unit tests (of the alerts and the fleet recording rules)
+# pass, and every alert has unit tests that expect it both silent and firing.
 . "$(dirname "$0")/lib.sh"
 need promtool
 
 dir=$top_srcdir/contrib/prometheus
 promtool check config "$dir/prometheus.yml" || fail "promtool check config"
-promtool check rules "$dir/neurond-recording.yml" "$dir/neurond-alerts.yml" || fail "promtool check rules"
-(cd "$dir" && promtool test rules tests/neurond-alerts.test.yml) || fail "promtool test rules"
+promtool check rules "$dir/neurond-recording.yml" "$dir/neurond-alerts.yml" "$dir/neurond-fleet-recording.yml" ||
+        fail "promtool check rules"
+(cd "$dir" && promtool test rules tests/neurond-alerts.test.yml tests/neurond-fleet.test.yml) || fail "promtool test rules"
 
 tests=$dir/tests/neurond-alerts.test.yml
 alerts=$(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\).*/\1/p' "$dir/neurond-alerts.yml")

@@ -120,21 +120,27 @@ def close(a, b, rel=1e-6, absolute=1e-9):
 class Job:
     def __init__(self, prom, job, url):
         self.prom, self.job, self.url = prom, job, url.rstrip("/") + "/"
-        # The job's latest scrape: the dashboard's instant queries at that time
-        # see exactly the exposition neurond served then. (A scrape that
-        # failed, as one may under valgrind: wait for the next.)
+        # The job's latest successful scrape, at the time Prometheus stamped
+        # its samples with: the dashboard's instant queries at that time see
+        # exactly the exposition neurond served then, and no scrape that
+        # Prometheus stores while this runs. (timestamp(up == 1) would be the
+        # time of the query, not of the scrape.) A range vector carries each
+        # sample's own time.
         for _ in range(30):
-            r = get(prom + "api/v1/query", {"query": f'timestamp(up{{job="{job}"}} == 1)'})["result"]
-            if r:
+            r = get(prom + "api/v1/query", {"query": f'up{{job="{job}"}}[1m]'})["result"]
+            ok = [float(t) for t, v in r[0]["values"] if v == "1"] if r else []
+            if ok:
                 break
             time.sleep(1)
-        self.scraped = float(r[0]["value"][1])
+        self.scraped = ok[-1]
         r = self.prom_query(f'neurond_last_poll_timestamp_seconds{{job="{job}"}}')
         # The tick that exposition was of, in neurond's time.
         self.tick = float(r[0]["value"][1])
-        # The ticks of the rate window: the first sample in (at - 1m, at].
+        # The scrapes of the rate window [at - 1m, at]: when Prometheus
+        # scraped, and the tick neurond served then.
         r = self.prom_query(f'neurond_last_poll_timestamp_seconds{{job="{job}"}}[1m]')
-        self.window = [float(v) for _, v in r[0]["values"]]
+        self.scrapes = [(float(t), float(v)) for t, v in r[0]["values"]]
+        self.window = [tick for _, tick in self.scrapes]
 
     def prom_query(self, expr):
         return get(self.prom + "api/v1/query", {"query": expr, "time": f"{self.scraped:.3f}"})["result"]
@@ -199,24 +205,42 @@ def expected(j, expr):
     if expr == "avg by (usage_type) (system_vcpu_usage_ratio)":
         return {m["usage_type"]: v for m, v in j.at_tick("system_vcpu_usage_ratio")}
     if "rate(execution_status_total" in expr:
-        # The per-second increase between the first and the last tick that
-        # Prometheus scraped in its window, summed over the series.
+        # rate() of neurond's stored counters at the ticks Prometheus scraped
+        # in its window, at the times it scraped them, summed over the series
+        # (a runtime that started or exited in the window included, as
+        # Prometheus includes it).
         completed = 'status_type="completed"' in expr
-        key = lambda m: json.dumps(m, sort_keys=True)
-        first = {key(m): v for m, v in j.at("execution_status_total", j.window[0])}
-        total = 0.0
-        for m, v in j.at("execution_status_total", j.window[-1]):
-            if (m.get("status_type") == "completed") == completed and key(m) in first:
-                total += (v - first[key(m)]) / (j.window[-1] - j.window[0])
-        return total
+        points = {}
+        for scraped, tick in j.scrapes:
+            for m, v in j.at("execution_status_total", tick):
+                points.setdefault(json.dumps(m, sort_keys=True), []).append((scraped, v))
+        rates = [prometheus_rate(p, j.scraped - 60, j.scraped) for k, p in points.items()
+                 if (json.loads(k).get("status_type") == "completed") == completed]
+        return sum(r for r in rates if r is not None)
     raise KeyError(expr)
 
 
-def agree(got, want, rate):
-    # A rate: Prometheus divides by its scrape times and extrapolates to the
-    # edges of its window, neurond by its tick times between the same two
-    # samples (whose values counters() checks exactly).
-    rel, absolute = (0.15, 0.1) if rate else (1e-6, 1e-9)
+def prometheus_rate(points, start, end):
+    """rate() of one counter's (time, value) points in the window [start, end],
+    as Prometheus 2.42 computes it (promql/functions.go, extrapolatedRate):
+    the increase, resets counted, extrapolated towards the window's edges."""
+    if len(points) < 2:
+        return None
+    (first_t, first_v), (last_t, last_v) = points[0], points[-1]
+    increase = last_v - first_v + sum(prev for (_, prev), (_, cur) in zip(points, points[1:]) if cur < prev)
+    sampled = last_t - first_t
+    to_start, to_end = first_t - start, end - last_t
+    if increase > 0 and first_v >= 0:
+        # A counter is not extrapolated to below zero.
+        to_start = min(to_start, sampled * first_v / increase)
+    average = sampled / (len(points) - 1)
+    interval = sampled + (to_start if to_start < average * 1.1 else average / 2)
+    interval += to_end if to_end < average * 1.1 else average / 2
+    return increase * interval / sampled / (end - start)
+
+
+def agree(got, want):
+    rel, absolute = 1e-6, 1e-9
     if isinstance(want, dict):
         return set(got) == set(want) and all(close(got[k], want[k], rel, absolute) for k in want)
     return got is not None and want is not None and close(got, want, rel, absolute)
@@ -258,7 +282,7 @@ def dashboard(j):
         grouping = re.match(r"avg by \((\w+)\)", expr)
         got = by(result, grouping.group(1)) if grouping else one(result)
         want = expected(j, expr)
-        check(agree(got, want, "rate(" in expr),
+        check(agree(got, want),
               f"{j.job}: {panel}: {expr} = {short(got)}, neurond says {short(want)}")
 
 

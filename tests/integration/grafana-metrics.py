@@ -33,7 +33,7 @@ def queries(dash):
 
 def expand(expr):
     return (expr.replace("$__rate_interval", "1m").replace("$__interval", "1m")
-            .replace("$__range", "1h").replace("$instance", ".*"))
+            .replace("$__range", "1h").replace("$instance", ".*").replace("$ultraserver", ".*"))
 
 
 def metric_names(expr):

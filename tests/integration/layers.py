@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The layers rule (README, Layout): lib/ depends on nothing of ours;
-collectors/, kube/, storage/ and web/ depend only on lib/ (and on their
+collectors/, kube/, storage/, web/ and remote/ depend only on lib/ (and on their
 own folder); daemon/ wires them. Checked twice: in the #include lines of the
 sources, and in the symbols the built objects need from each other
 (nm -u), which must also form no cycle."""
@@ -11,13 +11,14 @@ import sys
 
 SRC = os.environ["top_srcdir"]
 BUILD = os.environ.get("top_builddir", SRC)
-LAYERS = ["lib", "collectors", "kube", "storage", "web", "daemon"]
+LAYERS = ["lib", "collectors", "kube", "storage", "web", "remote", "daemon"]
 ALLOWED = {
     "lib": {"lib"},
     "collectors": {"lib", "collectors"},
     "kube": {"lib", "kube"},
     "storage": {"lib", "storage"},
     "web": {"lib", "web"},
+    "remote": {"lib", "remote"},
     "daemon": set(LAYERS),
 }
 problems = []
@@ -97,4 +98,4 @@ print("1..1")
 for problem in problems:
     print("# " + problem)
 verdict = "not ok" if problems else "ok"
-print(f"{verdict} 1 - layers: {len(objects)} objects, includes and symbols follow lib <- collectors/kube/storage/web <- daemon")
+print(f"{verdict} 1 - layers: {len(objects)} objects, includes and symbols follow lib <- collectors/kube/storage/web/remote <- daemon")

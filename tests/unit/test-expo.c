@@ -367,6 +367,43 @@ static void expo_render__self_counters__rendered_by_code(void **state) {
         expo_free(e);
 }
 
+static size_t two_endpoints(void *impl) {
+        return 2;
+}
+
+static void endpoint_stats(void *impl, size_t i, struct forward_stats *ret) {
+        *ret = (struct forward_stats){
+                .samples_sent = 100 + i, .samples_failed = 3, .retries = 4, .pending = 5, .behind_seconds = i ? 12.5 : 0
+        };
+        snprintf(ret->endpoint, sizeof(ret->endpoint), "%s", i ? "vm" : "prom");
+}
+
+static void expo_render__remote_write__counters_per_endpoint(void **state) {
+        static const struct forward_ops ops = { .count = two_endpoints, .get = endpoint_stats };
+        const struct forward fw = { &ops, NULL };
+        const struct series_desc series[] = {
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "0" } },
+        };
+        struct expo_self s = self;
+        struct expo *e = NULL;
+        struct buf out = { 0 };
+
+        s.forward = &fw;
+        assert_int_equal(expo_new(series, 1, &e), 0);
+        expo_render(e, NULL, &s, ACCEPT_OPENMETRICS, &out);
+        buf_append(&out, "", 1);
+        assert_non_null(strstr(out.data, "# TYPE neurond_remote_write_samples_sent counter\n"
+                                         "neurond_remote_write_samples_sent_total{endpoint=\"prom\"} 100\n"
+                                         "neurond_remote_write_samples_sent_total{endpoint=\"vm\"} 101\n"));
+        assert_non_null(strstr(out.data, "neurond_remote_write_samples_failed_total{endpoint=\"vm\"} 3\n"));
+        assert_non_null(strstr(out.data, "neurond_remote_write_retries_total{endpoint=\"prom\"} 4\n"));
+        assert_non_null(strstr(out.data, "neurond_remote_write_pending_samples{endpoint=\"vm\"} 5\n"));
+        assert_non_null(strstr(out.data, "# UNIT neurond_remote_write_behind_seconds seconds\n"));
+        assert_non_null(strstr(out.data, "neurond_remote_write_behind_seconds{endpoint=\"vm\"} 12.5\n"));
+        buf_free(&out);
+        expo_free(e);
+}
+
 static void expo_render_with_pods__held_core_and_device__pod_labels_after_their_own(void **state) {
         /* Device 0 (cores 0 and 1) went to one container whole; core 2 of
          * device 1 to another; core 3 nobody holds. */
@@ -455,6 +492,7 @@ int main(void) {
                 cmocka_unit_test(expo_render__openmetrics__counter_family_unit_and_eof),
                 cmocka_unit_test(expo_render__text__no_unit_nor_eof),
                 cmocka_unit_test(expo_render__self_counters__rendered_by_code),
+                cmocka_unit_test(expo_render__remote_write__counters_per_endpoint),
                 cmocka_unit_test(expo_render_with_pods__held_core_and_device__pod_labels_after_their_own),
                 cmocka_unit_test(expo_render__collector_down__up_zero),
         };

@@ -20,7 +20,7 @@
 
 /* A set of names found in a document, or declared by the table. */
 struct names {
-        char name[64][NAME_MAX_LEN];
+        char name[96][NAME_MAX_LEN];
         size_t n;
 };
 
@@ -76,6 +76,9 @@ static void table_names(struct names *flags, struct names *shorts, struct names 
                 if (it->key)
                         names_add(keys, it->key, strlen(it->key));
         }
+        /* The keys of [remote_write NAME] sections are documented beside them. */
+        for (size_t i = 0; i < settings_remote_write_table_size; i++)
+                names_add(keys, settings_remote_write_table[i].key, strlen(settings_remote_write_table[i].key));
 }
 
 static char *read_source_file(const char *relative) {

@@ -438,6 +438,82 @@ static void settings_reload__reloadable_taken__others_named(void **state) {
         unlink(path);
 }
 
+static void settings_load__remote_write_sections__parsed_in_order(void **state) {
+        char *path = write_config("[neurond]\n"
+                                  "interval = 5s\n"
+                                  "[remote_write central]\n"
+                                  "url = https://prom.example:9090/api/v1/write\n"
+                                  "tls_insecure_skip_verify = true\n"
+                                  "external_labels = instance=node7, ultraserver=\"us, 1\"\n"
+                                  "max_samples_per_send = 100\n"
+                                  "sample_age_limit = 1h\n"
+                                  "[remote_write vm-2]\n"
+                                  "url = http://vm:8428/api/v1/write\n");
+        char *argv[] = { "neurond", "--config", path, NULL };
+        struct settings s;
+        char err[512] = "";
+
+        assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(s.interval_ms, 5000);
+        assert_int_equal(s.n_remote_write, 2);
+        const struct remote_endpoint *a = &s.remote_write[0], *b = &s.remote_write[1];
+        assert_string_equal(a->name, "central");
+        assert_string_equal(a->url, "https://prom.example:9090/api/v1/write");
+        assert_true(a->tls_insecure_skip_verify);
+        assert_int_equal(a->external_labels.n, 2);
+        assert_string_equal(a->external_labels.label[1].name, "ultraserver");
+        assert_string_equal(a->external_labels.label[1].value, "us, 1");
+        assert_int_equal(a->max_samples_per_send, 100);
+        assert_int_equal(a->sample_age_limit_ms, 3600 * 1000);
+        assert_int_equal(a->remote_timeout_ms, REMOTE_DEFAULT_TIMEOUT_MS);
+        assert_string_equal(b->name, "vm-2");
+        assert_int_equal(b->max_samples_per_send, REMOTE_DEFAULT_MAX_SAMPLES_PER_SEND);
+        assert_int_equal(b->min_backoff_ms, REMOTE_DEFAULT_MIN_BACKOFF_MS);
+        assert_int_equal(b->sample_age_limit_ms, 0);
+        settings_free(&s);
+        unlink(path);
+}
+
+static void settings_load__bad_remote_write__names_the_line(void **state) {
+        static const struct config_case cases[] = {
+                { "[remote_write a/b]\nurl = http://x/\n", ":2: [remote_write a/b]: the name must be" },
+                { "[remote_write a]\nurl = http://x/\nfrobnicate = 1\n", ":3: unknown setting 'frobnicate'" },
+                { "[remote_write a]\nurl = http://x/\nmax_samples_per_send = 0\n", ":3: max_samples_per_send:" },
+                { "[remote_write a]\nurl = http://x/\nexternal_labels = __name__=x\n", ":3: external_labels:" },
+                { "[remote_write a]\nurl = http://x/\n[remote_write b]\nurl = http://y/\n[remote_write a]\n"
+                  "remote_timeout = 1s\n",
+                  ":6: [remote_write a] is given twice" },
+                { "[remote_write a]\nremote_timeout = 1s\n", "[remote_write a] has no url" },
+                { "[remote_writer a]\nurl = http://x/\n", "unknown section [remote_writer a]" },
+        };
+        expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+static void settings_reload__remote_write_changed__waits_for_a_restart(void **state) {
+        char *path = write_config("[remote_write a]\nurl = http://x/\n");
+        char *other = NULL;
+        struct settings running, loaded;
+        char err[256], waiting[256];
+        char *argv[] = { "neurond", "--config", path, NULL };
+
+        assert_int_equal(load(argv, &running, err, sizeof(err)), SETTINGS_RUN);
+        assert_int_equal(load(argv, &loaded, err, sizeof(err)), SETTINGS_RUN);
+        settings_reload(&running, &loaded, waiting, sizeof(waiting));
+        assert_string_equal(waiting, "");
+        settings_free(&loaded);
+        unlink(path);
+
+        other = write_config("[remote_write a]\nurl = http://x/\nmin_backoff = 1s\n");
+        argv[2] = other;
+        assert_int_equal(load(argv, &loaded, err, sizeof(err)), SETTINGS_RUN);
+        settings_reload(&running, &loaded, waiting, sizeof(waiting));
+        assert_string_equal(waiting, "remote_write");
+        assert_int_equal(running.remote_write[0].min_backoff_ms, REMOTE_DEFAULT_MIN_BACKOFF_MS);
+        settings_free(&loaded);
+        settings_free(&running);
+        unlink(other);
+}
+
 /* --help gives each value's range and default from the table. */
 static void settings_print_help__ranges_and_defaults__shown(void **state) {
         char *help = NULL;
@@ -458,6 +534,9 @@ static void settings_print_help__ranges_and_defaults__shown(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(settings_load__remote_write_sections__parsed_in_order),
+                cmocka_unit_test(settings_load__bad_remote_write__names_the_line),
+                cmocka_unit_test(settings_reload__remote_write_changed__waits_for_a_restart),
                 cmocka_unit_test(settings_parse_listen__ipv4_and_ipv6__parsed),
                 cmocka_unit_test(settings_parse_listen__no_address_or_ipv6_any__every_address),
                 cmocka_unit_test(settings_parse_listen__bad_address__einval),

@@ -1,0 +1,198 @@
+#!/bin/sh
+# A fleet through remote write: daemons on the device model write every
+# stored sample to a real Prometheus (its remote write receiver) and a real
+# VictoriaMetrics; Prometheus evaluates contrib's fleet recording rules, and
+# every query of contrib's fleet dashboard returns data. Then
+# VictoriaMetrics is stopped for OUTAGE_S seconds of simulated time and
+# started again: afterwards each receiver holds every tick each daemon
+# stored, once (no gap, no repeat), the databases stayed within their size
+# cap, and /metrics answered every scrape meanwhile.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/receivers.sh"
+
+[ -z "${NEUROND_WRAPPER:-}" ] || skip "many daemons under a wrapper (valgrind) measure the wrapper, not neurond"
+
+NODES=${FLEET_NODES:-4}
+BACKEND=${FLEET_BACKEND:-model:trn1.32xlarge}
+SEED=11
+SPEED=5
+INTERVAL_S=10
+OUTAGE_S=300
+DB_CAP=16M
+
+cat >"$TEST_TMP/prom.yml" <<CONF
+global:
+  scrape_interval: 1m
+  evaluation_interval: 2s
+rule_files:
+  - $top_srcdir/contrib/prometheus/neurond-fleet-recording.yml
+CONF
+start_prometheus_receiver prom
+start_victoria_metrics vm
+
+# node_conf K: the config file of node K's daemon.
+node_conf() {
+  cat >"$TEST_TMP/node$1.conf" <<CONF
+[neurond]
+max_db_size = $DB_CAP
+[remote_write prom]
+url = $(receiver_write_url prom)
+external_labels = ultraserver=us$(($1 / 2)),instance=node$1
+batch_send_deadline = 100ms
+max_backoff = 1s
+[remote_write vm]
+url = $(receiver_write_url vm)
+external_labels = ultraserver=us$(($1 / 2)),instance=node$1
+batch_send_deadline = 100ms
+max_backoff = 1s
+CONF
+}
+
+k=0
+while [ "$k" -lt "$NODES" ]; do
+  node_conf "$k"
+  start_daemon "node$k" --backend "$BACKEND,seed=$SEED,speed=$SPEED" --interval "${INTERVAL_S}s" \
+    --config "$TEST_TMP/node$k.conf"
+  eval "URL_$k=\$URL"
+  k=$((k + 1))
+done
+
+# The newest tick every daemon has stored, Unix seconds: queries at it see
+# every node.
+common_tick() {
+  _min=
+  _k=0
+  while [ "$_k" -lt "$NODES" ]; do
+    _t=$(URL=$(eval "echo \$URL_$_k") metric_value neurond_last_poll_timestamp_seconds)
+    [ -n "$_t" ] || return 1
+    _min=$(python3 -c "import sys; print(min(float(x) for x in sys.argv[1:]))" $_t ${_min:-$_t})
+    _k=$((_k + 1))
+  done
+  echo "$_min"
+}
+
+devices_everywhere() {
+  _t=$(common_tick) || return 1
+  [ "$(rx_value prom 'count(neuron_device_up == 1)' "$_t")" = "$1" ] &&
+    [ "$(rx_value vm 'count(neuron_device_up == 1)' "$_t")" = "$1" ]
+}
+
+per_node=$(URL=$URL_0 http /api/v1/devices | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"]["devices"]))')
+wait_until 120 devices_everywhere $((per_node * NODES)) ||
+  fail "the receivers do not hold $((per_node * NODES)) devices: prom $(rx_value prom 'count(neuron_device_up)'), vm $(rx_value vm 'count(neuron_device_up)')"
+echo "both receivers hold $((per_node * NODES)) devices of $NODES nodes"
+
+# --- The fleet view: every dashboard query (the recorded series of the
+# fleet rules, evaluated at the receiver's clock) returns data.
+python3 "$top_srcdir/tests/integration/grafana-metrics.py" "$top_srcdir/contrib/grafana/neurond-fleet.json" \
+  "$TEST_TMP/fleet-queries.yml" >/dev/null || fail "could not read the fleet dashboard's queries"
+python3 -c '
+import json, re, sys
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*expr: (.*)", line)
+    if m:
+        print(json.loads(m.group(1)))' "$TEST_TMP/fleet-queries.yml" >"$TEST_TMP/fleet-queries"
+[ -s "$TEST_TMP/fleet-queries" ] || fail "no queries in the fleet dashboard"
+every_query_has_data() {
+  while IFS= read -r _q; do
+    [ -n "$(rx_value prom "$_q")" ] || { echo "no data yet: $_q"; return 1; }
+  done <"$TEST_TMP/fleet-queries"
+}
+wait_until 30 every_query_has_data >"$TEST_TMP/fleet-wait" ||
+  fail "a fleet dashboard query returns no data: $(tail -n 1 "$TEST_TMP/fleet-wait")"
+[ "$(rx_value prom 'count(ultraserver:neuron_devices_up:count)')" = $(((NODES + 1) / 2)) ] ||
+  fail "the fleet rules do not see $(((NODES + 1) / 2)) UltraServers"
+echo "every one of the fleet dashboard's $(wc -l <"$TEST_TMP/fleet-queries") queries returns data"
+
+# --- The outage: VictoriaMetrics away for OUTAGE_S simulated seconds,
+# while /metrics is scraped throughout.
+outage_from=$(common_tick)
+stop_receiver vm
+scrapes=0
+failed_scrapes=0
+deadline=$(($(date +%s) + OUTAGE_S / SPEED))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+  k=0
+  while [ "$k" -lt "$NODES" ]; do
+    status=$(URL=$(eval "echo \$URL_$k") http_status /metrics)
+    scrapes=$((scrapes + 1))
+    [ "$status" = 200 ] || failed_scrapes=$((failed_scrapes + 1))
+    k=$((k + 1))
+  done
+  sleep 1
+done
+[ "$failed_scrapes" = 0 ] || fail "$failed_scrapes of $scrapes scrapes of /metrics were not answered during the outage"
+behind=$(URL=$URL_0 metric_value 'neurond_remote_write_behind_seconds{endpoint="vm"}')
+python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.5 * float(sys.argv[2]))" "${behind:-0}" "$OUTAGE_S" ||
+  fail "node0 is only ${behind:-?} s behind the stopped receiver after a ${OUTAGE_S} s outage"
+restart_receiver vm
+outage_to=$(common_tick)
+echo "outage of $OUTAGE_S simulated seconds: $scrapes scrapes of /metrics answered"
+
+# --- No gap, no repeat: each node's stored ticks of one series, from its
+# own API (one-second buckets: one tick each, reported at the second it
+# falls in), against each receiver's samples of that series, from a minute
+# before the outage to its end. The edges are compared from a tick inside
+# [lo, hi], since a bucket at an edge may hold a tick of the second before.
+# Missing ticks may still be on their way (the replay): they are waited
+# for; a repeated or unknown sample fails at once.
+from=$(python3 -c "import sys; print(int(float(sys.argv[1])) - 60)" "$outage_from")
+to=$(python3 -c "import sys; print(int(float(sys.argv[1])))" "$outage_to")
+lo=$((from + INTERVAL_S))
+hi=$((to - INTERVAL_S))
+k=0
+while [ "$k" -lt "$NODES" ]; do
+  URL=$(eval "echo \$URL_$k")
+  http "/api/v1/query_range?metric=neuron_device_up&neuron_device=0&start=$from&end=$to&step=1s&agg=last" |
+    python3 -c '
+import json, sys
+for ts, v in json.load(sys.stdin)["data"]["result"][0]["values"]:
+    print(int(float(ts)))' | awk '$1 >= '"$lo"' && $1 <= '"$hi" | sort >"$TEST_TMP/stored$k"
+  [ -s "$TEST_TMP/stored$k" ] || fail "node$k has no stored ticks in the window"
+  k=$((k + 1))
+done
+
+# received RX K: RX's samples of node K's series in [lo, hi], as seconds.
+received() {
+  rx_samples "$1" "neuron_device_up{instance=\"node$2\",neuron_device=\"0\"}" "$from" "$((to + 1))" |
+    awk '{ s = int($2 / 1000) } s >= '"$lo"' && s <= '"$hi"' { print s }' | sort >"$TEST_TMP/$1$2"
+  _dups=$(uniq -d "$TEST_TMP/$1$2" | wc -l)
+  [ "$_dups" = 0 ] || fail "$1 holds $_dups repeated samples of node$2:" $(uniq -d "$TEST_TMP/$1$2" | head -n 5)
+  _extra=$(comm -13 "$TEST_TMP/stored$2" "$TEST_TMP/$1$2" | wc -l)
+  [ "$_extra" = 0 ] || fail "$1 holds $_extra samples of node$2 that it did not store:" \
+    $(comm -13 "$TEST_TMP/stored$2" "$TEST_TMP/$1$2" | head -n 5)
+}
+
+# holds_every_tick RX: RX holds each node's stored ticks in [lo, hi].
+holds_every_tick() {
+  _k=0
+  while [ "$_k" -lt "$NODES" ]; do
+    received "$1" "$_k"
+    [ -z "$(comm -23 "$TEST_TMP/stored$_k" "$TEST_TMP/$1$_k")" ] || return 1
+    _k=$((_k + 1))
+  done
+}
+
+for rx in vm prom; do
+  wait_until 40 holds_every_tick "$rx" || {
+    missing=$(comm -23 "$TEST_TMP/stored$_k" "$TEST_TMP/$rx$_k")
+    fail "$rx lacks $(echo "$missing" | wc -l) of node$_k's $(wc -l <"$TEST_TMP/stored$_k") stored ticks:" \
+      $(echo "$missing" | head -n 5)
+  }
+done
+echo "no gap, no repeat: every node's $(wc -l <"$TEST_TMP/stored0") ticks around the outage are in both receivers once"
+
+# --- The databases stayed within their cap.
+k=0
+while [ "$k" -lt "$NODES" ]; do
+  URL=$(eval "echo \$URL_$k")
+  http /api/v1/status | python3 -c '
+import json, sys
+st = json.load(sys.stdin)["data"]["store"]
+if st["used_bytes"] > st["size_cap_bytes"]:
+    sys.exit("node%s: %d bytes used, cap %d" % (sys.argv[1], st["used_bytes"], st["size_cap_bytes"]))' "$k" ||
+    fail "a database outgrew its cap"
+  stop_daemon "node$k"
+  k=$((k + 1))
+done
+echo "PASS: $NODES nodes, both receivers, an outage of $OUTAGE_S s replayed without gap or repeat"
