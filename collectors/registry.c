@@ -18,15 +18,19 @@ static const struct collector_ops *const registry[] = {
 
 int collector_open_spec(const char *spec, struct collector **ret, char *err, size_t errlen) {
         char name[32];
-        const char *colon = strchr(spec, ':');
-        size_t len = colon ? (size_t) (colon - spec) : strlen(spec);
+        /* NAME, NAME:OPTIONS, or NAME,OPTION... for a backend whose first
+         * option (sysfs's root) may be left out: its options then start
+         * with the comma. */
+        size_t len = strcspn(spec, ":,");
+        const char *colon = spec[len] ? spec + len : NULL;
         if (len >= sizeof(name)) {
                 snprintf(err, errlen, "backend '%s': unknown backend", spec);
                 return -EINVAL;
         }
         memcpy(name, spec, len);
         name[len] = '\0';
-        struct collector_args args = { .options = colon ? colon + 1 : NULL, .err = err, .errlen = errlen };
+        const char *options = !colon ? NULL : *colon == ':' ? colon + 1 : colon;
+        struct collector_args args = { .options = options, .err = err, .errlen = errlen };
         err[0] = '\0';
 
         if (strcmp(name, "auto") == 0) {

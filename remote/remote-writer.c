@@ -309,7 +309,11 @@ static int encode_page(struct remote_writer *w, const struct cursor_page *page, 
         size_t n = 0;
         uint64_t skipped = 0;
 
-        int r = reserve_items(w, page->n + w->sets_cap + w->set->n * SELF__COUNT);
+        /* Room for the page's samples; the stale markers, at most one per
+         * series of the tick before each tick (the first's may come from the
+         * page before: at most sets_cap; the others are this page's
+         * samples); and the endpoints' own counters. */
+        int r = reserve_items(w, 2 * page->n + w->sets_cap + w->set->n * SELF__COUNT);
         for (size_t i = 0; r == 0 && i < page->n; i++) {
                 const struct cursor_sample *s = &page->samples[i];
                 if (s->series < 0 || (size_t) s->series >= w->sets_cap || !w->sets[s->series]) {

@@ -128,7 +128,9 @@ static int reader_reserve(struct reader *rd, size_t n) {
         bool ok = rd->ts != NULL;
         for (int c = 0; c < ROLLUP__COLUMNS; c++) {
                 free(rd->col[c]);
-                rd->col[c] = malloc(n * sizeof(*rd->col[c]));
+                /* Zeroed: the columns a query does not decode are still merged
+                 * (and ignored), and must not be read uninitialized. */
+                rd->col[c] = calloc(n, sizeof(*rd->col[c]));
                 ok = ok && rd->col[c];
         }
         rd->cap = ok ? n : 0;
@@ -187,8 +189,8 @@ static int read_raw(struct reader *rd, int64_t id, struct agg *a, int64_t from, 
         sqlite3_reset(rd->head);
         for (size_t t = 0; t < rd->n_recent && r == 0; t++) {
                 const struct recent_tick *tick = &rd->recent[t];
-                if (tick->ts < from || tick->ts > to)
-                        continue;
+                if (tick->n == 0 || tick->ts < from || tick->ts > to)
+                        continue; /* (a tick with no entries may have no array to point into) */
                 const uint8_t *entries = rd->recent_entries + tick->at * STORE_RECENT_ENTRY;
                 size_t lo_e = 0, hi_e = tick->n;
                 while (lo_e < hi_e) {

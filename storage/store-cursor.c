@@ -188,7 +188,8 @@ static int cursor_read(void *impl, const struct cursor_position *after, size_t m
                 return r;
         }
 
-        qsort(p.samples, p.n, sizeof(*p.samples), sample_compare);
+        if (p.n) /* an empty page may have no array, which qsort must not be given */
+                qsort(p.samples, p.n, sizeof(*p.samples), sample_compare);
         size_t n = 0;
         while (n < p.n && p.samples[n].timestamp_ms <= p.cut)
                 n++;

@@ -23,6 +23,8 @@ expect_usage_error "/nonexistent.conf" --config /nonexistent.conf
 expect_usage_error "trn9.huge" --backend model:trn9.huge
 expect_usage_error "nosuch" --backend nosuch
 expect_usage_error "the root /nonexistent" --backend sysfs:/nonexistent
+# The root left out: the options start at the comma.
+expect_usage_error "is not lnc=1 or lnc=2" --backend sysfs,lnc=3
 printf '[neurond]\ninterval = often\n' >"$TEST_TMP/bad.conf"
 expect_usage_error "bad.conf:2" --config "$TEST_TMP/bad.conf"
 # A users file with a plain-text password is a usage error too, found

@@ -18,6 +18,7 @@ enter_mount_namespace net
 manifest=$top_srcdir/contrib/kubernetes/neurond.yaml
 containerfile=$top_srcdir/contrib/container/Containerfile
 
+need_image_prefix
 install_into "$TEST_TMP/image"
 
 # The node.

@@ -77,7 +77,8 @@ devices_everywhere() {
     [ "$(rx_value vm 'count(neuron_device_up == 1)' "$_t")" = "$1" ]
 }
 
-per_node=$(URL=$URL_0 http /api/v1/devices | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"]["devices"]))')
+devices=$(URL=$URL_0 http /api/v1/devices) || fail "node0 does not answer /api/v1/devices"
+per_node=$(echo "$devices" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"]["devices"]))')
 wait_until 120 devices_everywhere $((per_node * NODES)) ||
   fail "the receivers do not hold $((per_node * NODES)) devices: prom $(rx_value prom 'count(neuron_device_up)'), vm $(rx_value vm 'count(neuron_device_up)')"
 echo "both receivers hold $((per_node * NODES)) devices of $NODES nodes"

@@ -19,6 +19,7 @@
 #               metric_value SERIES | healthz_tick | stable_metrics | free_port
 # Fixtures      make_tls_cert | make_users_file FILE USER PASSWORD [COST]
 #               mount_small_tmpfs SIZE | enter_mount_namespace [net] | install_into DESTDIR
+#               need_image_prefix
 #               pod_ready PID
 
 set -eu
@@ -353,6 +354,14 @@ make_users_file() {
     exit 1 unless defined $hash && $hash =~ /^\$2b\$/;
     print "$hash\n";' "$3" "${4:-12}") || skip "the C library's crypt(3) has no bcrypt"
   printf '%s:%s\n' "$2" "$_hash" >"$1"
+}
+
+# need_image_prefix: skips unless this build installs under /usr/local,
+# where the image tests (tests/integration/kube-pod.py) mount the
+# install tree; make distcheck installs under a prefix of its own.
+need_image_prefix() {
+  image_prefix=$(sed -n 's/^prefix = //p' "${top_builddir:?run through make check}/Makefile")
+  [ "$image_prefix" = /usr/local ] || skip "this build's prefix is $image_prefix, not the image's /usr/local"
 }
 
 # install_into DESTDIR: `make install DESTDIR=DESTDIR` of the build tree

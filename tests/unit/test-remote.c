@@ -464,6 +464,22 @@ static void remote_set__series_gone__stale_marker_at_the_next_tick(void **state)
         wait_sent(fx, 2 * N_SERIES + 2);
 }
 
+static void remote_set__series_flapping__a_marker_per_gap_in_one_page(void **state) {
+        struct fixture *fx = *state;
+        enum { TICKS = 1200 };
+
+        /* Odd ticks hold every series, even ones only the first: one page
+         * of 2,400 samples makes 1,200 stale markers, more than the writer's
+         * 256 series slots. */
+        for (int t = 1; t <= TICKS; t++)
+                for (int s = 0; s < (t % 2 ? N_SERIES : 1); s++)
+                        fake_cursor_add(&fx->store, (int64_t) t * TICK_MS, fx->ids[s], t);
+        start_from_first(fx);
+        size_t samples = TICKS / 2 * (N_SERIES + 1);
+        wait_data(fx, samples + TICKS / 2 * (N_SERIES - 1));
+        wait_sent(fx, samples);
+}
+
 static void write_file(struct fixture *fx, const char *name, const char *text, char *path, size_t size) {
         snprintf(path, size, "%s/%s", fx->dir, name);
         FILE *f = fopen(path, "w");
@@ -580,6 +596,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(remote_set__saved_position__continues_after_it, setup, teardown),
                 cmocka_unit_test_setup_teardown(remote_set__new_endpoint__starts_at_the_newest_tick, setup, teardown),
                 cmocka_unit_test_setup_teardown(remote_set__series_gone__stale_marker_at_the_next_tick, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(remote_set__series_flapping__a_marker_per_gap_in_one_page, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(remote_set__bearer_token__in_the_authorization_header, setup, teardown),
                 cmocka_unit_test_setup_teardown(remote_set__basic_auth__in_the_authorization_header, setup, teardown),

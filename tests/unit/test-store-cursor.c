@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "storage/store.h"
 
@@ -165,15 +166,18 @@ static void store_cursor_read__chunks_and_open_span__every_sample_once_in_order(
         store_close(s);
 }
 
-/* Rows in one of the database's tables, by the sqlite3 shell. */
+/* Rows in one of the database's tables, read on a connection of its own. */
 static long table_rows(const char *path, const char *table) {
-        char cmd[256];
-        long n = -1;
-        snprintf(cmd, sizeof(cmd), "sqlite3 %s 'SELECT count(*) FROM %s'", path, table);
-        FILE *out = popen(cmd, "r");
-        assert_non_null(out);
-        assert_int_equal(fscanf(out, "%ld", &n), 1);
-        pclose(out);
+        char sql[128];
+        sqlite3 *db = NULL;
+        sqlite3_stmt *stmt = NULL;
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+        long n = (long) sqlite3_column_int64(stmt, 0);
+        sqlite3_finalize(stmt);
+        sqlite3_close(db);
         return n;
 }
 
