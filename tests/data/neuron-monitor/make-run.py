@@ -21,8 +21,8 @@ def runtime(pid, tag, cores, completed, lat=True, util=50.0):
             error_summary={"generic": 1, "numerical": 0, "transient": 0, "model": 0, "runtime": 0, "hardware": 0},
             execution_summary={"completed": completed, "completed_with_err": 1, "completed_with_num_err": 0,
                                "timed_out": 0, "incorrect_input": 0, "failed_to_queue": 2},
-            latency_stats={"total_latency": {p: 0.011 + i * 0.001 for i, p in enumerate(["p0","p1","p25","p50","p75","p99","p100"])} if lat else None,
-                           "device_latency": {p: 0.010 + i * 0.001 for i, p in enumerate(["p0","p1","p25","p50","p75","p99","p100"])} if lat else None}),
+            latency_stats={"total_latency": {p: round(0.011 + i * 0.001, 6) for i, p in enumerate(["p0","p1","p25","p50","p75","p99","p100"])} if lat else None,
+                           "device_latency": {p: round(0.010 + i * 0.001, 6) for i, p in enumerate(["p0","p1","p25","p50","p75","p99","p100"])} if lat else None}),
         "memory_used": group(1.0, neuron_runtime_used_bytes={
             "host": 6997643264, "neuron_device": 12519788544,
             "usage_breakdown": {"host": {"application_memory": 6996594688, "constants": 0, "dma_buffers": 1048576, "tensors": 0},
