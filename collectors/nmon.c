@@ -58,6 +58,7 @@ struct nmon {
         char *fifo;                  /* monitor-fifo=, or NULL */
         int fd;
         pid_t child;
+        pid_t group; /* the child's process group, until the pipe closes */
         int64_t next_start_ms, backoff_ms;
         char *line; /* the partial line read so far */
         size_t len;
@@ -66,6 +67,7 @@ struct nmon {
         struct totals *totals;
         bool has_report;
         int64_t report_ms;
+        int64_t started_ms; /* when the child started, 0 once it printed */
         char problem[sizeof(((struct collector *) 0)->reason)];
 };
 
@@ -82,12 +84,24 @@ __attribute__((format(printf, 2, 3))) static void set_problem(struct nmon *m, co
 
 /* ---- the child and the pipe ------------------------------------------ */
 
+/* Kills the child and what it started (its process group; the child
+ * itself too, should it not have made the group yet). A child that
+ * already exited stays a zombie for reap() to read its status. */
+static void kill_child(struct nmon *m) {
+        if (m->child > 0)
+                kill(m->child, SIGKILL);
+        /* The group outlives a child reaped first: what it started may
+         * still hold the pipe. */
+        if (m->group > 0)
+                kill(-m->group, SIGKILL);
+        m->group = 0;
+}
+
 static void stop_child(struct nmon *m) {
-        if (m->child > 0) {
-                kill(-m->child, SIGKILL);
+        kill_child(m);
+        if (m->child > 0)
                 (void) waitpid(m->child, NULL, 0);
-                m->child = 0;
-        }
+        m->child = 0;
 }
 
 static int start_child(struct nmon *m) {
@@ -120,8 +134,10 @@ static int start_child(struct nmon *m) {
         close(p[1]);
         m->fd = p[0];
         m->child = pid;
+        m->group = pid;
         m->len = 0;
         m->discarding = false;
+        m->started_ms = 0;
         return 0;
 }
 
@@ -145,6 +161,15 @@ static void free_totals(struct totals *t, size_t n) {
         for (size_t i = 0; t && i < n; i++)
                 free(t[i].flops);
         free(t);
+}
+
+/* Forgets the report: its runtimes' series go, and their counters start
+ * from 0 should they come back. */
+static void drop_report(struct nmon *m) {
+        free_totals(m->totals, m->report.n_runtimes);
+        m->totals = NULL;
+        nmon_report_free(&m->report);
+        m->has_report = false;
 }
 
 /* Takes a new report: counters carry on for runtimes that were in the last
@@ -180,13 +205,13 @@ static int take_report(struct nmon *m, struct nmon_report *rep, int64_t now_ms) 
                 if (rt->error[0])
                         set_problem(m, "runtime %s: %s", rt->tag, rt->error);
         }
-        free_totals(m->totals, m->report.n_runtimes);
-        nmon_report_free(&m->report);
+        drop_report(m);
         m->report = *rep;
         *rep = (struct nmon_report){ 0 };
         m->totals = t;
         m->has_report = true;
         m->report_ms = now_ms;
+        m->started_ms = 0;
         m->backoff_ms = RESTART_MIN_MS;
         return 0;
 }
@@ -255,12 +280,12 @@ static int drain(struct nmon *m, int64_t now_ms) {
  * child that ended or fell silent. */
 static int poll_input(struct nmon *m, int64_t now_ms) {
         reap(m);
-        if (m->fd < 0 && m->command && now_ms >= m->next_start_ms) {
+        /* A new child once the last one is reaped and its back-off over. */
+        if (m->fd < 0 && m->command && m->child <= 0 && now_ms >= m->next_start_ms) {
                 int r = start_child(m);
                 m->next_start_ms = now_ms + m->backoff_ms;
                 m->backoff_ms = m->backoff_ms * 2 < RESTART_MAX_MS ? m->backoff_ms * 2 : RESTART_MAX_MS;
-                /* Silence counts from the start. */
-                m->report_ms = now_ms;
+                m->started_ms = now_ms;
                 if (r < 0)
                         set_problem(m, "neuron-monitor: cannot start it: %s", strerror(-r));
         }
@@ -269,17 +294,17 @@ static int poll_input(struct nmon *m, int64_t now_ms) {
         int r = drain(m, now_ms);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0 || (m->command && now_ms - m->report_ms > NMON_STALE_MS)) {
+        int64_t last = m->started_ms ? m->started_ms : m->report_ms;
+        if (r < 0 || (m->command && now_ms - last > NMON_STALE_MS)) {
                 if (r == 0)
                         set_problem(m, "neuron-monitor: no document for %d s; restarting it", NMON_STALE_MS / 1000);
                 else if (r != -EPIPE)
                         set_problem(m, "neuron-monitor: reading its output: %s", strerror(-r));
                 /* Its runtimes' series go with it. */
-                int status;
-                if (m->child > 0 && waitpid(m->child, &status, WNOHANG) == 0)
-                        kill(-m->child, SIGKILL);
+                kill_child(m);
                 close(m->fd);
                 m->fd = -1;
+                drop_report(m);
                 reap(m);
         }
         return 0;
@@ -299,9 +324,7 @@ static int core_device(const struct inventory *inv, unsigned core) {
 /* The runtimes the series are built for: the latest report's, unless it is
  * too old. */
 static size_t live_runtimes(const struct nmon *m, int64_t now_ms) {
-        return m->has_report && now_ms - m->report_ms <= NMON_STALE_MS && (m->fd >= 0 || !m->command)
-                       ? m->report.n_runtimes
-                       : 0;
+        return m->has_report && now_ms - m->report_ms <= NMON_STALE_MS ? m->report.n_runtimes : 0;
 }
 
 /* Whether a runtime in the report holds logical core `core`. */
@@ -544,8 +567,7 @@ static void nmon_close(struct collector *c) {
         free(m->command);
         free(m->fifo);
         free(m->line);
-        free_totals(m->totals, m->report.n_runtimes);
-        nmon_report_free(&m->report);
+        drop_report(m);
         inventory_free(&m->base.inv);
         free(m);
 }

@@ -57,7 +57,8 @@ const struct settings_item settings_table[] = {
                 FIELD(backend),
                 .default_text = "auto",
                 .help = "model:<instance>[,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], sysfs[:<root>][,lnc=1|2] (<root> is "
-                        "where sysfs is mounted, default /sys), or auto: sysfs when the driver is present, else the "
+                        "where sysfs is mounted, default /sys), the same with ,monitor=<command> or "
+                        ",monitor-fifo=<path> last to add neuron-monitor's runtimes, or auto: sysfs when the driver is present, else the "
                         "model",
         },
         {

@@ -391,16 +391,20 @@ static int64_t wall_ms(void) {
 }
 
 /* Refreshes and reads every 20 ms, for at most 10 s, until the runtime
- * count is n and (when given) the reason has text. */
+ * count is n, once the reason has said text (when given). */
 static bool wait_for(struct collector *c, size_t n, const char *text, struct values *v) {
+        bool said = !text;
         for (int i = 0; i < 500; i++) {
                 int64_t now = wall_ms();
                 assert_true(c->ops->refresh(c, now) >= 0);
                 read_all(c, now, v);
-                if (c->inv.n_runtimes == n && (!text || strstr(c->reason, text)))
+                said = said || strstr(c->reason, text);
+                if (c->inv.n_runtimes == n && said)
                         return true;
                 usleep(20000);
         }
+        print_message("# waited for %zu runtimes and '%s'; %zu runtimes, reason '%s'\n", n, text ? text : "",
+                      c->inv.n_runtimes, c->reason);
         return false;
 }
 
@@ -425,7 +429,7 @@ static void nmon_collector__child_killed_or_exiting__restarted_with_reason(void 
         assert_int_equal(fscanf(f, "%d", &pid), 1);
         fclose(f);
         assert_int_equal(kill(pid, SIGKILL), 0);
-        assert_true(wait_for(c, 0, NULL, &v));
+        assert_true(wait_for(c, 0, "neuron-monitor was killed by signal 9", &v));
         /* Restarted after a second: the runtime is back. */
         assert_true(wait_for(c, 1, NULL, &v));
         collector_close(c);
