@@ -137,6 +137,7 @@ struct model {
         double *ecc_events;          /* [device * DRIVER_ECC__COUNT] */
         double *tx_bytes, *rx_bytes; /* [link] */
         double *power_avg;           /* [device] gauge, a one-minute moving average */
+        uint64_t *busy_us;           /* [logical core] its utilization gauge times each interval */
         int64_t last_ms;             /* simulated time integrated so far; -1 before the first read */
         /* Faults: queued by any thread under lock, moved to active by read(). */
         pthread_mutex_t lock;
@@ -150,7 +151,7 @@ struct model {
          * core; per held core (held_pos: position among the cores a listed
          * runtime holds, -1 for others); per listed runtime (rt_pos,
          * likewise); per device; per link. */
-        size_t off_util, off_phys, off_core_mem, off_cat, off_kind[METRIC_CORE_MEMORY_KINDS], off_flops;
+        size_t off_util, off_busy, off_phys, off_core_mem, off_cat, off_kind[METRIC_CORE_MEMORY_KINDS], off_flops;
         size_t off_rt_info, off_rt_status, off_rt_err, off_rt_lat, off_rt_dlat, off_rt_mem, off_rt_host, off_rt_vcpu;
         size_t off_up, off_dev_mem, off_dev_total, off_hbm, off_dma, off_power, off_ecc, off_tx, off_rx;
         int *held_pos; /* [logical core] */

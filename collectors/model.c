@@ -116,7 +116,8 @@ static int build_series(struct model *m) {
         for (size_t k = 0, n = 0; k < m->n_runtimes; k++)
                 m->rt_pos[k] = m->listed[k] != RUNTIME_DOWN ? (int) n++ : -1;
 
-        if ((r = add_core_family(m, METRIC_CORE_UTILIZATION, false, &m->off_util)) < 0)
+        if ((r = add_core_family(m, METRIC_CORE_UTILIZATION, false, &m->off_util)) < 0 ||
+            (r = add_core_family(m, METRIC_CORE_BUSY_SECONDS, false, &m->off_busy)) < 0)
                 return r;
         /* The physical breakdown, as neuron-monitor's v3d object gives it. */
         m->off_phys = inv->n_series;
@@ -281,9 +282,10 @@ static int alloc_state(struct model *m) {
         m->listed = malloc(nr * sizeof(uint64_t));
         m->counted_life = malloc(nr * sizeof(uint64_t));
         m->held_pos = calloc(m->n_lcores, sizeof(int));
+        m->busy_us = calloc(m->n_lcores, sizeof(uint64_t));
         m->rt_pos = calloc(nr, sizeof(int));
         if (!st->group_n || !st->down || !st->off_switch || !st->stuck || !st->eff_job || !st->rt_life || !m->listed ||
-            !m->counted_life || !m->held_pos || !m->rt_pos)
+            !m->counted_life || !m->held_pos || !m->busy_us || !m->rt_pos)
                 return -ENOMEM;
         for (size_t r = 0; r < nr; r++)
                 st->rt_life[r] = m->listed[r] = m->counted_life[r] = RUNTIME_DOWN;
@@ -314,6 +316,7 @@ static void model_close(struct collector *c) {
         free(m->listed);
         free(m->counted_life);
         free(m->held_pos);
+        free(m->busy_us);
         free(m->rt_pos);
         free(m->runtimes);
         free(m->owner);
@@ -500,8 +503,9 @@ static void read_runtimes(const struct model *m, struct sample_batch *out) {
         }
 }
 
-/* The series of logical core lc on a device that answers. */
-static void read_core(const struct model *m, unsigned lc, struct sample_batch *out) {
+/* The series of logical core lc on a device that answers, elapsed_ms
+ * after the previous read. */
+static void read_core(struct model *m, unsigned lc, int64_t elapsed_ms, struct sample_batch *out) {
         const struct model_state *st = &m->st;
         double util = 0, mem = 0, cats[DRIVER_MEMORY_CATEGORIES] = { 0 };
         for (unsigned k = 0; k < m->lnc; k++) {
@@ -516,6 +520,10 @@ static void read_core(const struct model *m, unsigned lc, struct sample_batch *o
                         put(out, m->off_phys + (size_t) lc * m->lnc + k, st->util[core]);
         }
         put(out, m->off_util + lc, util);
+        /* The gauge stands for the interval that ends now: the counter adds
+         * just that, so the two tell one story at any scrape interval. */
+        m->busy_us[lc] += metric_busy_us(util, elapsed_ms);
+        put(out, m->off_busy + lc, (double) m->busy_us[lc] / 1e6);
         put(out, m->off_core_mem + lc, mem);
         for (int j = 0; m->categories && j < DRIVER_MEMORY_CATEGORIES; j++)
                 put(out, m->off_cat + (size_t) lc * DRIVER_MEMORY_CATEGORIES + j, cats[j]);
@@ -531,6 +539,7 @@ static void read_core(const struct model *m, unsigned lc, struct sample_batch *o
 static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *out) {
         struct model *m = (struct model *) c;
         struct model_state *st = &m->st;
+        int64_t elapsed_ms = 0;
 
         if (m->last_ms < 0) {
                 m->last_ms = now_ms;
@@ -544,6 +553,7 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
         /* Time that goes backwards adds nothing: counters never decrease. */
         if (now_ms > m->last_ms) {
                 model_advance(m, m->last_ms, now_ms);
+                elapsed_ms = now_ms - m->last_ms;
                 m->last_ms = now_ms;
         }
         model_state_compute(m, m->last_ms / 1000);
@@ -560,7 +570,7 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
                 for (unsigned k = 0; k < m->cores; k++)
                         used += st->mem[d * m->cores + k];
                 for (unsigned k = 0; k < m->lcores; k++)
-                        read_core(m, d * m->lcores + k, out);
+                        read_core(m, d * m->lcores + k, elapsed_ms, out);
                 put(out, m->off_dev_mem + d, used);
                 put(out, m->off_dev_total + d, (double) m->instance->chip->memory_bytes);
                 put(out, m->off_power + d, m->power_avg[d]);

@@ -26,6 +26,7 @@ enum source_kind {
         SOURCE_U64,        /* a counter or gauge file, value as printed */
         SOURCE_CORE_MEM,   /* device_mem/total of a core, also summed per device */
         SOURCE_CORE_BUSY,  /* pe_cntrs, a ratio of deltas */
+        SOURCE_BUSY_TIME,  /* the busy ratio of series `ratio` times each interval, summed */
         SOURCE_DEVICE_UP,  /* 1 while the device directory exists */
         SOURCE_DEVICE_MEM, /* the sum of the device's SOURCE_CORE_MEM */
         SOURCE_CAPACITY,   /* constant from the catalog */
@@ -45,6 +46,8 @@ struct source {
         bool has_last[SOURCE_PATHS_MAX];
         struct sysfs_pe_counters prev[SOURCE_PATHS_MAX];
         bool has_prev[SOURCE_PATHS_MAX];
+        size_t ratio;     /* SOURCE_BUSY_TIME: the index of its SOURCE_CORE_BUSY series */
+        uint64_t busy_us; /* SOURCE_BUSY_TIME: the sum so far */
 };
 
 /* The driver's status counters that are neuron-monitor's execution
@@ -77,6 +80,7 @@ struct sysfs {
         uint8_t *dev_up;  /* per device, this tick */
         double *dev_mem;  /* per device, this tick's sum */
         uint8_t *dev_mem_ok;
+        int64_t last_read_ms; /* now_ms of the previous read, which the busy ratios' deltas start at */
 };
 
 static int read_string(int dir_fd, const char *path, char *out, size_t size) {
@@ -195,8 +199,16 @@ static int add_core(struct sysfs *s, unsigned pos, unsigned core, const unsigned
         snprintf(core_l, sizeof(core_l), "%u", core);
         const char *const labels[] = { dev, core_l, NULL };
 
+        size_t ratio = s->base.inv.n_series;
         r = add_if_exists(s, METRIC_CORE_UTILIZATION, labels, SOURCE_CORE_BUSY, pos, base_list, n_phys,
                           "stats/tensor_engine/pe_cntrs");
+        /* pe_cntrs counts cycles, but sysfs has no clock rate to turn them
+         * into seconds: busy time is the ratio times the interval. */
+        if (r == 0 && s->base.inv.n_series > ratio) {
+                r = add(s, METRIC_CORE_BUSY_SECONDS, labels, SOURCE_BUSY_TIME, pos, NULL, 0);
+                if (r == 0)
+                        s->sources[s->base.inv.n_series - 1].ratio = ratio;
+        }
         /* The physical breakdown of a logical core, as neuron-monitor's v3d object. */
         for (unsigned i = 0; i < n_phys && n_phys > 1 && r == 0; i++) {
                 snprintf(phys_l, sizeof(phys_l), "%u", first_phys + i);
@@ -570,7 +582,6 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
         unsigned up = 0;
         int failed = 0, attempted = 0;
 
-        (void) now_ms;
         c->reason[0] = '\0';
         /* Reopen the root each tick: a container's sysfs mount may have been
          * replaced since the last one, and the old fd would show a dead tree. */
@@ -594,6 +605,7 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
                         out->valid[i] = 1;
                         continue;
                 case SOURCE_DEVICE_MEM:
+                case SOURCE_BUSY_TIME:
                         continue; /* second pass */
                 case SOURCE_CAPACITY:
                         out->values[i] = (double) inv->devices[src->dev].memory_bytes;
@@ -627,12 +639,18 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
                 out->valid[i] = 1;
         }
         for (size_t i = 0; i < out->n; i++) {
-                const struct source *src = &s->sources[i];
-                if (src->kind != SOURCE_DEVICE_MEM)
-                        continue;
-                out->values[i] = s->dev_mem[src->dev];
-                out->valid[i] = s->dev_mem_ok[src->dev];
+                struct source *src = &s->sources[i];
+                if (src->kind == SOURCE_DEVICE_MEM) {
+                        out->values[i] = s->dev_mem[src->dev];
+                        out->valid[i] = s->dev_mem_ok[src->dev];
+                } else if (src->kind == SOURCE_BUSY_TIME && out->valid[src->ratio]) {
+                        /* A valid ratio spans the previous read to this one. */
+                        src->busy_us += metric_busy_us(out->values[src->ratio], now_ms - s->last_read_ms);
+                        out->values[i] = (double) src->busy_us / 1e6;
+                        out->valid[i] = 1;
+                }
         }
+        s->last_read_ms = now_ms;
         /* Every device gone at once: the driver was unloaded. */
         if (up == 0)
                 return -ENODEV;

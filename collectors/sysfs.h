@@ -10,7 +10,9 @@
  * neuron_sysfs_metrics.c).
  *
  * Only what the driver exposes is reported: per-core HBM in use and its
- * categories, per-core busy ratio (pe_cntrs, v2 and later), execution status
+ * categories, per-core busy ratio (pe_cntrs, v2 and later) and busy time
+ * (that ratio times each interval: sysfs has no clock rate to turn the
+ * cycle counts into seconds), execution status
  * counters (the six outcomes and two error types that are neuron-monitor's,
  * and all 24 under the driver's names), ECC counters and power utilization.
  * DMA, NeuronLink and HBM bandwidth have no series at all for this backend,

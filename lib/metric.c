@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "lib/metric.h"
@@ -41,6 +42,13 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .help = "Fraction of time the NeuronCore was busy over the last interval (0-1); runtime_tag names the runtime holding it.",
                 .unit = "ratio",
                 .type = METRIC_GAUGE,
+                .labels = { "neuron_device", "neuroncore", "runtime_tag" },
+        },
+        [METRIC_CORE_BUSY_SECONDS] = {
+                .name = "neuroncore_busy_seconds_total",
+                .help = "Time the NeuronCore was busy since neurond started, in seconds (to the microsecond): each interval adds neuroncore_utilization_ratio times its length.",
+                .unit = "seconds",
+                .type = METRIC_COUNTER,
                 .labels = { "neuron_device", "neuroncore", "runtime_tag" },
         },
         [METRIC_CORE_PHYSICAL_UTILIZATION] = {
@@ -245,6 +253,12 @@ int metric_lookup(const char *name) {
                 if (strcmp(metric_table[i].name, name) == 0)
                         return i;
         return -ENOENT;
+}
+
+uint64_t metric_busy_us(double ratio, int64_t elapsed_ms) {
+        if (!(ratio > 0) || elapsed_ms <= 0)
+                return 0;
+        return (uint64_t) llround(ratio * (double) elapsed_ms * 1000.0);
 }
 
 size_t metric_label_count(const struct metric_desc *m) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define METRIC_LABELS_MAX 4
 
@@ -33,6 +34,7 @@ enum metric_type {
 enum metric_id {
         /* per NeuronCore: the logical core the AWS tools number */
         METRIC_CORE_UTILIZATION,
+        METRIC_CORE_BUSY_SECONDS,
         METRIC_CORE_PHYSICAL_UTILIZATION,
         METRIC_CORE_MEMORY_USED,
         METRIC_CORE_MEMORY_CATEGORY,
@@ -122,6 +124,12 @@ extern const struct metric_desc metric_table[METRIC__COUNT];
 
 /* Returns the metric id for an exposition name, or -ENOENT. */
 int metric_lookup(const char *name);
+
+/* Busy time in whole microseconds that a busy ratio (0-1) held over
+ * elapsed_ms gives: what a busy-seconds counter adds for one interval, so
+ * that its rate over any window is the time-weighted mean of the ratio's
+ * samples in it. Nothing for a negative or empty interval. */
+uint64_t metric_busy_us(double ratio, int64_t elapsed_ms);
 
 /* Number of label names the family has. */
 size_t metric_label_count(const struct metric_desc *m);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -161,9 +162,10 @@ static void model_open__trn3_gen2__has_every_core_and_device(void **state) {
         assert_int_equal(count_metric(f, METRIC_DEVICE_ECC_EVENTS), 3 * 144);
         /* NeuronSwitch: one port per device, not 144 x 143 pairs. */
         assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 144);
-        /* Before the first refresh no runtime is listed: 2 per logical core,
+        assert_int_equal(count_metric(f, METRIC_CORE_BUSY_SECONDS), 576);
+        /* Before the first refresh no runtime is listed: 3 per logical core,
          * 2 physical ones, 12 per device, 2 per switch port. */
-        assert_int_equal(f->c->inv.n_series, 576 * 4 + 144 * 12 + 144 * 2);
+        assert_int_equal(f->c->inv.n_series, 576 * 5 + 144 * 12 + 144 * 2);
         /* The inventory still lists every reachable device as a peer. */
         assert_int_equal(f->c->inv.devices[7].n_peers, 143);
         find(f, METRIC_LINK_RX_BYTES, "143", "switch", NULL);
@@ -175,7 +177,7 @@ static void model_open__trn3_gen2__has_every_core_and_device(void **state) {
         assert_int_equal(f->c->inv.runtimes[0].n_cores, 576);
         assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_TENSORS), 576);
         assert_int_equal(count_metric(f, METRIC_CORE_FLOPS), 576);
-        assert_int_equal(f->c->inv.n_series, 576 * 10 + 144 * 12 + 144 * 2 + 35);
+        assert_int_equal(f->c->inv.n_series, 576 * 11 + 144 * 12 + 144 * 2 + 35);
         assert_int_equal(read_at(f, T0 + 1000), 0);
         fixture_free(f);
 
@@ -562,6 +564,52 @@ static void model_read__time_going_back__keeps_counters(void **state) {
         fixture_free(f);
 }
 
+/* Each read adds the utilization gauge times the interval it ends, to the
+ * microsecond: the counter's increase over any run of reads is the
+ * time-weighted sum of the gauge's samples in it, from 0 at the first. */
+static void model_read__busy_seconds__sum_of_gauge_times_interval(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=training,seed=5");
+        static const int64_t steps_ms[] = { 1000, 1000, 250, 15000, 1000, 3000, 1000, 60000, 1000 };
+        read_at(f, T0);
+        size_t util = find(f, METRIC_CORE_UTILIZATION, "3", "7", NULL);
+        size_t busy = find(f, METRIC_CORE_BUSY_SECONDS, "3", "7", NULL);
+        assert_true(f->valid[busy]);
+        assert_true(f->values[busy] == 0);
+        int64_t now = T0;
+        double want_us = 0;
+        for (size_t i = 0; i < sizeof(steps_ms) / sizeof(steps_ms[0]); i++) {
+                double before = f->values[busy];
+                now += steps_ms[i];
+                /* A runtime that came back renames the core's series. */
+                if (read_at(f, now)) {
+                        util = find(f, METRIC_CORE_UTILIZATION, "3", "7", NULL);
+                        busy = find(f, METRIC_CORE_BUSY_SECONDS, "3", "7", NULL);
+                }
+                assert_true(f->valid[util] && f->valid[busy]);
+                want_us += (double) llround(f->values[util] * (double) steps_ms[i] * 1000.0);
+                assert_true(f->values[busy] >= before);
+                assert_double_near(f->values[busy], want_us / 1e6, 1e-12);
+        }
+        /* Training keeps the core busy most of the time: the sum is far from zero. */
+        assert_true(f->values[busy] > 0.3 * (double) (now - T0) / 1000.0);
+        /* Time going back adds nothing. */
+        double v = f->values[busy];
+        read_at(f, now - 5000);
+        assert_true(f->values[busy] == v);
+        fixture_free(f);
+}
+
+static void metric_busy_us__ratio_and_interval__whole_microseconds(void **state) {
+        assert_int_equal(metric_busy_us(0.5, 1000), 500000);
+        assert_int_equal(metric_busy_us(1.0 / 3.0, 1000), 333333);
+        assert_int_equal(metric_busy_us(1, 15000), 15000000);
+        assert_int_equal(metric_busy_us(0.25, 0), 0);
+        assert_int_equal(metric_busy_us(0.25, -1000), 0);
+        assert_int_equal(metric_busy_us(0, 1000), 0);
+        assert_int_equal(metric_busy_us(-0.5, 1000), 0);
+        assert_int_equal(metric_busy_us(NAN, 1000), 0);
+}
+
 struct reading {
         double *values;
         uint8_t *valid;
@@ -749,6 +797,8 @@ int main(void) {
                 cmocka_unit_test(model_read__injected_faults__show_in_the_series),
                 cmocka_unit_test(model_fault_inject__from_another_thread__is_safe),
                 cmocka_unit_test(model_read__time_going_back__keeps_counters),
+                cmocka_unit_test(model_read__busy_seconds__sum_of_gauge_times_interval),
+                cmocka_unit_test(metric_busy_us__ratio_and_interval__whole_microseconds),
                 cmocka_unit_test(model_read__week_long_gap__stays_within_limits),
                 cmocka_unit_test(model_open__trn1_32xlarge__inventory),
                 cmocka_unit_test(model_read__one_hour__within_physical_limits),

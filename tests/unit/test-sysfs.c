@@ -105,14 +105,18 @@ struct tick {
         int ret;
 };
 
-static struct tick tick(struct collector *c) {
+static struct tick tick_at(struct collector *c, int64_t now_ms) {
         size_t n = c->inv.n_series;
         struct tick t = { calloc(n, sizeof(double)), calloc(n, 1), 0 };
         struct sample_batch b = { .n = n, .values = t.values, .valid = t.valid };
         assert_non_null(t.values);
         assert_non_null(t.valid);
-        t.ret = c->ops->read(c, 0, &b);
+        t.ret = c->ops->read(c, now_ms, &b);
         return t;
+}
+
+static struct tick tick(struct collector *c) {
+        return tick_at(c, 0);
 }
 
 static void tick_free(struct tick *t) {
@@ -290,6 +294,47 @@ static void sysfs_read__pe_counters__ratio_and_reset(void **state) {
         put(pe, "xrow_grp,mm_active,wl_active,idle\n0,40,0,40\n");
         t = tick(c);
         assert_value(&t, u, 1.0);
+        tick_free(&t);
+        collector_close(c);
+}
+
+/* Busy time: each valid ratio times the interval since the previous read,
+ * to the microsecond; a baseline or a broken chain adds nothing. */
+static void sysfs_read__pe_counters__busy_seconds_ratio_times_interval(void **state) {
+        const char *pe = DEV "neuron0/neuron_core0/stats/tensor_engine/pe_cntrs";
+        scratch_copy("inf2");
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,100,0,100\n");
+        struct collector *c = open_root(root);
+        long busy = find(c, METRIC_CORE_BUSY_SECONDS, "0", "0", NULL);
+        assert_int_equal(count(c, METRIC_CORE_BUSY_SECONDS), count(c, METRIC_CORE_UTILIZATION));
+        struct tick t = tick_at(c, 1000);
+        assert_absent(&t, busy);
+        tick_free(&t);
+
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,400,0,200\n");
+        t = tick_at(c, 2000);
+        assert_value(&t, busy, 0.75);
+        tick_free(&t);
+
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,500,0,500\n");
+        t = tick_at(c, 17000);
+        assert_value(&t, busy, 0.75 + 0.25 * 15);
+        tick_free(&t);
+
+        /* Garbage: absent, then a baseline; the sum goes on from there. */
+        put(pe, "garbage");
+        t = tick_at(c, 18000);
+        assert_absent(&t, busy);
+        tick_free(&t);
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,600,0,600\n");
+        t = tick_at(c, 19000);
+        assert_absent(&t, busy);
+        tick_free(&t);
+        put(pe, "xrow_grp,mm_active,wl_active,idle\n0,601,0,602\n");
+        t = tick_at(c, 19500);
+        /* To the microsecond: 1/3 of 0.5 s is 166,667 us. */
+        assert_value(&t, busy, 0.75 + 3.75 + 0.166667);
+        assert_true(t.values[busy] == 4.666667);
         tick_free(&t);
         collector_close(c);
 }
@@ -553,6 +598,7 @@ int main(void) {
                 cmocka_unit_test(sysfs_open__missing_root__einval),
                 cmocka_unit_test(sysfs_probe__fixture__usable),
                 cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_read__pe_counters__busy_seconds_ratio_times_interval, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__damaged_files__series_absent_then_recover, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__device_vanishes__down_then_back, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_read__status_counters__ecosystem_outcomes_and_errors, scratch_teardown),

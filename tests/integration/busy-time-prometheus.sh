@@ -1,0 +1,110 @@
+#!/bin/sh
+# A real Prometheus server scrapes the model every 15 s of its time (speed=15,
+# a scrape every wall second, a tick every simulated second) for about a
+# minute. Prometheus's rate() of neuroncore_busy_seconds_total, divided by
+# rate() of neurond_last_poll_timestamp_seconds scraped with it (which turns
+# Prometheus's wall-clock seconds into the model's), must equal the mean of
+# every tick's neuroncore_utilization_ratio between the window's first and
+# last scrape, as the REST API stores them. avg_over_time() of the gauge,
+# which sees one tick in fifteen, is printed beside it for comparison.
+. "$(dirname "$0")/lib.sh"
+need curl prometheus python3
+
+# A scrape every 10 s at speed=1.5 under valgrind: still 15 s of model time.
+scrape=$SLOW
+start_daemon --backend "model:trn1.32xlarge,scenario=inference,seed=12,speed=$((15 / scrape)).$((15 % scrape))" \
+  --interval 1s
+
+prom_port=$(free_port)
+cat >"$TEST_TMP/prometheus.yml" <<YML
+global:
+  scrape_interval: ${scrape}s
+  scrape_timeout: ${scrape}s
+scrape_configs:
+  - job_name: neurond
+    static_configs:
+      - targets: ['127.0.0.1:$PORT']
+YML
+start_helper prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1
+PROM_PID=$HELPER_PID
+prom="http://127.0.0.1:$prom_port"
+
+scrapes() {
+  curl -sS --max-time 10 --get --data-urlencode "query=count_over_time(up{job=\"neurond\"}[$((45 * scrape))s])" \
+    "$prom/api/v1/query" 2>/dev/null | python3 -c '
+import json, sys
+try:
+    r = json.load(sys.stdin)["data"]["result"]
+except ValueError:  # not answering yet
+    r = []
+print(r[0]["value"][1] if r else 0)'
+}
+enough_scrapes() { [ "$(scrapes || echo 0)" -ge 40 ]; }
+wait_until 120 enough_scrapes || fail "Prometheus made $(scrapes) scrapes, expected 40; $(tail -n 5 "$TEST_TMP/prometheus.log")"
+
+python3 - "$URL" "$prom" "$scrape" <<'PY' || fail "Prometheus's rate() of busy time is not the mean utilization (above)"
+import json, sys, time, urllib.parse, urllib.request
+
+neurond, prom, scrape = sys.argv[1:]
+WINDOW = f"{30 * int(scrape)}s"  # 30 scrapes, 450 s of the model's time
+
+
+def get(base, path, **params):
+    with urllib.request.urlopen(base + path + "?" + urllib.parse.urlencode(params), timeout=30) as r:
+        body = json.load(r)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def key(labels):
+    return labels["neuroncore"], labels.get("runtime_tag", "")
+
+
+at = time.time() - 2 * int(scrape)  # a moment every scrape of the window has finished
+promql = lambda q: get(prom, "/api/v1/query", query=q, time=f"{at:.3f}")
+ratio = {key(s["metric"]): float(s["value"][1]) for s in promql(
+    f"rate(neuroncore_busy_seconds_total[{WINDOW}]) / on (instance, job) group_left"
+    f" rate(neurond_last_poll_timestamp_seconds[{WINDOW}])")}
+naive = {key(s["metric"]): float(s["value"][1]) for s in promql(
+    f"avg_over_time(neuroncore_utilization_ratio[{WINDOW}])")}
+stamps = [float(v) for _, v in promql(f"neurond_last_poll_timestamp_seconds[{WINDOW}]")[0]["values"]]
+samples = {key(s["metric"]): len(s["values"]) for s in promql(f"neuroncore_busy_seconds_total[{WINDOW}]")}
+# Ticks are 1 s apart at a fixed offset within the second: with step=1s the
+# REST API reports each in the bucket of its whole second.
+first, last = round(stamps[0] * 1000) // 1000 * 1000, round(stamps[-1] * 1000) // 1000 * 1000
+
+gauge = {}
+for s in get(neurond, "/api/v1/query_range", metric="neuroncore_utilization_ratio",
+             start=f"{first / 1000 - 5:.3f}", end=f"{last / 1000 + 5:.3f}", step="1s"):
+    gauge[key(s["metric"])] = {round(float(t) * 1000): float(v) for t, v in s["values"]}
+
+bad, err_rate, err_naive = [], [], []
+for k, r in ratio.items():
+    # A series that began or ended inside the window (a runtime that came
+    # back under a new tag) spans fewer scrapes than the window has.
+    if samples.get(k) != len(stamps) or k not in gauge:
+        continue
+    ticks = sorted(t for t in gauge[k] if first <= t <= last)
+    if ticks[0] != first or ticks[-1] != last:
+        bad.append(f"core {k}: the REST API lacks ticks {first}..{last}")
+        continue
+    truth = sum(gauge[k][t] * (t - prev) for prev, t in zip(ticks, ticks[1:])) / (last - first)
+    err_rate.append(abs(r - truth))
+    err_naive.append(abs(naive[k] - truth))
+    if abs(r - truth) > 1e-6:
+        bad.append(f"core {k}: rate ratio {r!r}, mean of {len(ticks) - 1} ticks {truth!r}")
+if len(err_rate) < 24:
+    bad.append(f"only {len(err_rate)} cores compared")
+for line in bad[:20]:
+    print("FAIL:", line, file=sys.stderr)
+if err_rate:
+    print(f"{len(err_rate)} cores, {len(stamps)} scrapes over {(last - first) / 1000:.0f} s of the model's time: "
+          f"rate() of busy time off the true mean by at most {max(err_rate):.2g}; "
+          f"avg_over_time() of the gauge by {sum(err_naive) / len(err_naive):.3f} on average, "
+          f"at most {max(err_naive):.3f}")
+sys.exit(1 if bad else 0)
+PY
+kill -TERM "$PROM_PID"
+wait_helper "$PROM_PID" || true
+stop_daemon
