@@ -544,8 +544,8 @@ static int nmon_read(struct collector *c, int64_t now_ms, struct sample_batch *o
                 out->valid[i] = runtime_value(m, src, &out->values[i]);
         }
         /* A problem of the monitor counts as one series lost, so that the
-         * daemon says why; sysfs's own reason comes first. */
-        snprintf(c->reason, sizeof(c->reason), "%s", r > 0 ? m->sysfs->reason : m->problem);
+         * daemon says why; it is said before sysfs's. */
+        snprintf(c->reason, sizeof(c->reason), "%s", m->problem[0] ? m->problem : m->sysfs->reason);
         r += m->problem[0] != '\0';
         m->problem[0] = '\0';
         return r;
