@@ -75,8 +75,13 @@ bool nmon_options_have_monitor(const char *options) {
         return options && (strstr(options, ",monitor=") || strstr(options, ",monitor-fifo="));
 }
 
+/* Notes what went wrong for the next read() to say; the first problem
+ * since the last read stays (a monitor's end before the documents it left
+ * in the pipe). */
 __attribute__((format(printf, 2, 3))) static void set_problem(struct nmon *m, const char *fmt, ...) {
         va_list ap;
+        if (m->problem[0])
+                return;
         va_start(ap, fmt);
         vsnprintf(m->problem, sizeof(m->problem), fmt, ap);
         va_end(ap);
@@ -560,7 +565,10 @@ static void nmon_close(struct collector *c) {
         stop_child(m);
         if (m->fd >= 0)
                 close(m->fd);
-        collector_close(m->sysfs);
+        /* sysfs's own close: collector_close() is the registry's, which
+         * names this backend. */
+        if (m->sysfs)
+                m->sysfs->ops->close(m->sysfs);
         free(m->scratch.values);
         free(m->scratch.valid);
         free(m->sources);

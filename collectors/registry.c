@@ -78,10 +78,8 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
                         snprintf(err, errlen, "backend '%s': %s", spec, strerror(-r));
                 return r;
         }
-        snprintf(
-                err, errlen,
-                "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>][,monitor=<command>] or auto)",
-                spec);
+        snprintf(err, errlen, "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>] or auto)",
+                 spec);
         return -EINVAL;
 }
 
