@@ -6,7 +6,8 @@ set -eu
 
 build_packages="build-essential autoconf automake libtool pkg-config
   libmicrohttpd-dev libsqlite3-dev libsystemd-dev libinih-dev zlib1g-dev libcrypt-dev libgnutls28-dev
-  libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-gnutls-dev libsnappy-dev"
+  libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-gnutls-dev libsnappy-dev
+  libjson-c-dev"
 # In a git checkout the dashboard's web assets (uPlot) come from npm through
 # package-lock.json (a release tarball carries them), and so does the
 # browser test's driver (playwright-core), at make check.

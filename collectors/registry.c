@@ -7,6 +7,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/model.h"
+#include "collectors/nmon.h"
 #include "collectors/sysfs.h"
 
 /* The explicit list of backends, in the order "auto" tries them. The model
@@ -68,7 +69,11 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
         for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
                 if (strcmp(registry[i]->name, name) != 0)
                         continue;
-                int r = registry[i]->open(&args, ret);
+                /* sysfs merged with what neuron-monitor reports (collectors/nmon.h). */
+                const struct collector_ops *ops =
+                        registry[i] == &sysfs_collector_ops && nmon_options_have_monitor(options) ? &nmon_collector_ops
+                                                                                                  : registry[i];
+                int r = ops->open(&args, ret);
                 if (r < 0 && err[0] == '\0')
                         snprintf(err, errlen, "backend '%s': %s", spec, strerror(-r));
                 return r;

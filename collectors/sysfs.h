@@ -18,7 +18,8 @@
  * counters (the six outcomes and two error types that are neuron-monitor's,
  * and all 24 under the driver's names), ECC counters and power utilization.
  * DMA, NeuronLink and HBM bandwidth have no series at all for this backend,
- * and no runtime is known: the driver does not say who holds a core.
+ * and no runtime is known: the driver does not say who holds a core
+ * (",monitor=" adds them from neuron-monitor: collectors/nmon.h).
  *
  * Cores are the logical NeuronCores the AWS tools number: lnc physical
  * core directories each (lnc= of the spec; by default 2 on Trainium2 and

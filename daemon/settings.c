@@ -56,9 +56,10 @@ const struct settings_item settings_table[] = {
                 .kind = SETTINGS_TEXT,
                 FIELD(backend),
                 .default_text = "auto",
-                .help = "model:<instance>[,node=<k>][,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], sysfs[:<root>][,lnc=1|2] "
-                        "(<root> is "
-                        "where sysfs is mounted, default /sys), or auto: sysfs when the driver is present, else the "
+                .help = "model:<instance>[,node=<k>][,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], "
+                        "sysfs[:<root>][,lnc=1|2] (<root> is where sysfs is mounted, default /sys), the same with "
+                        ",monitor=<command> or ,monitor-fifo=<path> last to add neuron-monitor's runtimes, or auto: "
+                        "sysfs when the driver is present, else the "
                         "model",
         },
         {

@@ -1,0 +1,677 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collectors/nmon.h"
+#include "collectors/sysfs.h"
+
+#define RESTART_MIN_MS 1000
+#define RESTART_MAX_MS 60000
+/* Read at most this much per tick, so that a flood cannot hold the tick. */
+#define DRAIN_MAX (4 * NMON_LINE_MAX)
+#define CHUNK 65536
+
+enum source_kind {
+        FROM_SYSFS,
+        CORE_UTIL,
+        CORE_MEM, /* which: the kind */
+        CORE_FLOPS,
+        RT_STATUS, /* which: the status */
+        RT_ERRORS, /* which: the error type */
+        RT_INFO,
+        RT_LATENCY, /* which: the percentile */
+        RT_DEVICE_LATENCY,
+        RT_MEMORY, /* which: 0 host, 1 neuron_device */
+        RT_HOST_MEMORY,
+        RT_VCPU, /* which: 0 user, 1 system */
+};
+
+struct source {
+        enum source_kind kind;
+        size_t index; /* FROM_SYSFS: the sysfs series; else the runtime in report */
+        size_t core;  /* CORE_*: the core's position in the runtime's cores */
+        unsigned which;
+};
+
+/* Counters of a runtime since it first appeared: parallel to
+ * report.runtimes, flops parallel to its cores. */
+struct totals {
+        double status[EXEC_STATUS__COUNT];
+        double errors[EXEC_ERROR__COUNT];
+        double *flops;
+};
+
+struct nmon {
+        struct collector base;
+        struct collector *sysfs;
+        struct sample_batch scratch; /* sysfs's values, before picking */
+        struct source *sources;      /* parallel to base.inv.series */
+        char *command;               /* monitor=, or NULL */
+        char *fifo;                  /* monitor-fifo=, or NULL */
+        int fd;
+        pid_t child;
+        pid_t group; /* the child's process group, until the pipe closes */
+        int64_t next_start_ms, backoff_ms;
+        char *line; /* the partial line read so far */
+        size_t len;
+        bool discarding; /* inside a line over NMON_LINE_MAX */
+        struct nmon_report report;
+        struct totals *totals;
+        bool has_report;
+        int64_t report_ms;
+        int64_t started_ms; /* when the child started, 0 once it printed */
+        char problem[sizeof(((struct collector *) 0)->reason)];
+};
+
+bool nmon_options_have_monitor(const char *options) {
+        return options && (strstr(options, ",monitor=") || strstr(options, ",monitor-fifo="));
+}
+
+/* Notes what went wrong for the next read() to say; the first problem
+ * since the last read stays (a monitor's end before the documents it left
+ * in the pipe). */
+__attribute__((format(printf, 2, 3))) static void set_problem(struct nmon *m, const char *fmt, ...) {
+        va_list ap;
+        if (m->problem[0])
+                return;
+        va_start(ap, fmt);
+        vsnprintf(m->problem, sizeof(m->problem), fmt, ap);
+        va_end(ap);
+}
+
+/* ---- the child and the pipe ------------------------------------------ */
+
+/* Kills the child and what it started (its process group; the child
+ * itself too, should it not have made the group yet). A child that
+ * already exited stays a zombie for reap() to read its status. */
+static void kill_child(struct nmon *m) {
+        if (m->child > 0)
+                kill(m->child, SIGKILL);
+        /* The group outlives a child reaped first: what it started may
+         * still hold the pipe. */
+        if (m->group > 0)
+                kill(-m->group, SIGKILL);
+        m->group = 0;
+}
+
+static void stop_child(struct nmon *m) {
+        kill_child(m);
+        if (m->child > 0)
+                (void) waitpid(m->child, NULL, 0);
+        m->child = 0;
+}
+
+static int start_child(struct nmon *m) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                /* Only async-signal-safe calls until exec. Its own process
+                 * group, so that stopping it stops what the shell started. */
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                setpgid(0, 0);
+                int in = open("/dev/null", O_RDONLY);
+                if (in < 0 || dup2(in, STDIN_FILENO) < 0 || dup2(p[1], STDOUT_FILENO) < 0)
+                        _exit(127);
+                int flags = fcntl(STDOUT_FILENO, F_GETFL);
+                fcntl(STDOUT_FILENO, F_SETFL, flags & ~O_NONBLOCK);
+                execl("/bin/sh", "sh", "-c", m->command, (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        m->fd = p[0];
+        m->child = pid;
+        m->group = pid;
+        m->len = 0;
+        m->discarding = false;
+        m->started_ms = 0;
+        return 0;
+}
+
+/* Notes how the child ended, once it has. */
+static void reap(struct nmon *m) {
+        int status;
+        if (m->child <= 0 || waitpid(m->child, &status, WNOHANG) != m->child)
+                return;
+        char how[48];
+        if (WIFEXITED(status))
+                snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+        else
+                snprintf(how, sizeof(how), "was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        set_problem(m, "neuron-monitor %s", how);
+        m->child = 0;
+}
+
+/* ---- documents ------------------------------------------------------- */
+
+static void free_totals(struct totals *t, size_t n) {
+        for (size_t i = 0; t && i < n; i++)
+                free(t[i].flops);
+        free(t);
+}
+
+/* Forgets the report: its runtimes' series go, and their counters start
+ * from 0 should they come back. */
+static void drop_report(struct nmon *m) {
+        free_totals(m->totals, m->report.n_runtimes);
+        m->totals = NULL;
+        nmon_report_free(&m->report);
+        m->has_report = false;
+}
+
+/* Takes a new report: counters carry on for runtimes that were in the last
+ * one (same pid and tag), start at 0 for new ones, and add this period. */
+static int take_report(struct nmon *m, struct nmon_report *rep, int64_t now_ms) {
+        struct totals *t = calloc(rep->n_runtimes ? rep->n_runtimes : 1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < rep->n_runtimes; i++) {
+                const struct nmon_runtime *rt = &rep->runtimes[i];
+                t[i].flops = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(double));
+                if (!t[i].flops) {
+                        free_totals(t, i + 1);
+                        return -ENOMEM;
+                }
+                for (size_t k = 0; m->has_report && k < m->report.n_runtimes; k++) {
+                        const struct nmon_runtime *old = &m->report.runtimes[k];
+                        if (old->pid != rt->pid || strcmp(old->tag, rt->tag) != 0)
+                                continue;
+                        memcpy(t[i].status, m->totals[k].status, sizeof(t[i].status));
+                        memcpy(t[i].errors, m->totals[k].errors, sizeof(t[i].errors));
+                        for (size_t c = 0; c < rt->n_cores; c++)
+                                for (size_t o = 0; o < old->n_cores; o++)
+                                        if (old->cores[o].index == rt->cores[c].index)
+                                                t[i].flops[c] = m->totals[k].flops[o];
+                }
+                for (int s = 0; s < EXEC_STATUS__COUNT && rt->has_exec; s++)
+                        t[i].status[s] += rt->status[s];
+                for (int e = 0; e < EXEC_ERROR__COUNT && rt->has_exec; e++)
+                        t[i].errors[e] += rt->errors[e];
+                for (size_t c = 0; c < rt->n_cores; c++)
+                        t[i].flops[c] += rt->cores[c].has_flops ? rt->cores[c].flops : 0;
+                if (rt->error[0])
+                        set_problem(m, "runtime %s: %s", rt->tag, rt->error);
+        }
+        drop_report(m);
+        m->report = *rep;
+        *rep = (struct nmon_report){ 0 };
+        m->totals = t;
+        m->has_report = true;
+        m->report_ms = now_ms;
+        m->started_ms = 0;
+        m->backoff_ms = RESTART_MIN_MS;
+        return 0;
+}
+
+static int take_line(struct nmon *m, const char *text, size_t len, int64_t now_ms) {
+        struct nmon_report rep;
+        char err[128];
+        if (len == 0)
+                return 0;
+        int r = nmon_parse(text, len, &rep, err, sizeof(err));
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                set_problem(m, "neuron-monitor: a line skipped: %s", err);
+                return 0;
+        }
+        r = take_report(m, &rep, now_ms);
+        nmon_report_free(&rep);
+        return r;
+}
+
+/* Reads what the pipe holds, without waiting, and takes each complete
+ * line in order. Returns 0, or -EPIPE at the end of the child's output. */
+static int drain(struct nmon *m, int64_t now_ms) {
+        if (!m->line) {
+                m->line = malloc(NMON_LINE_MAX);
+                if (!m->line)
+                        return -ENOMEM;
+        }
+        for (size_t total = 0; total < DRAIN_MAX;) {
+                char chunk[CHUNK];
+                ssize_t n = read(m->fd, chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : -errno;
+                if (n == 0)
+                        return m->command ? -EPIPE : 0; /* a FIFO without a writer: wait for one */
+                total += (size_t) n;
+                for (const char *p = chunk, *end = chunk + n; p < end;) {
+                        const char *nl = memchr(p, '\n', (size_t) (end - p));
+                        size_t part = (size_t) ((nl ? nl : end) - p);
+                        if (!m->discarding && m->len + part > NMON_LINE_MAX) {
+                                set_problem(m, "neuron-monitor: a line over %u bytes skipped", NMON_LINE_MAX);
+                                m->discarding = true;
+                        }
+                        if (!m->discarding) {
+                                memcpy(m->line + m->len, p, part);
+                                m->len += part;
+                        }
+                        p += part;
+                        if (!nl)
+                                break;
+                        p++;
+                        int r = m->discarding ? 0 : take_line(m, m->line, m->len, now_ms);
+                        m->len = 0;
+                        m->discarding = false;
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Keeps the input going: starts the child when due, reads, and stops a
+ * child that ended or fell silent. */
+static int poll_input(struct nmon *m, int64_t now_ms) {
+        reap(m);
+        /* A new child once the last one is reaped and its back-off over. */
+        if (m->fd < 0 && m->command && m->child <= 0 && now_ms >= m->next_start_ms) {
+                int r = start_child(m);
+                m->next_start_ms = now_ms + m->backoff_ms;
+                m->backoff_ms = m->backoff_ms * 2 < RESTART_MAX_MS ? m->backoff_ms * 2 : RESTART_MAX_MS;
+                m->started_ms = now_ms;
+                if (r < 0)
+                        set_problem(m, "neuron-monitor: cannot start it: %s", strerror(-r));
+        }
+        if (m->fd < 0)
+                return 0;
+        int r = drain(m, now_ms);
+        if (r == -ENOMEM)
+                return r;
+        int64_t last = m->started_ms ? m->started_ms : m->report_ms;
+        if (r < 0 || (m->command && now_ms - last > NMON_STALE_MS)) {
+                if (r == 0)
+                        set_problem(m, "neuron-monitor: no document for %d s; restarting it", NMON_STALE_MS / 1000);
+                else if (r != -EPIPE)
+                        set_problem(m, "neuron-monitor: reading its output: %s", strerror(-r));
+                /* Its runtimes' series go with it. */
+                kill_child(m);
+                close(m->fd);
+                m->fd = -1;
+                drop_report(m);
+                reap(m);
+        }
+        return 0;
+}
+
+/* ---- the series ------------------------------------------------------ */
+
+/* The device of logical core `core` in the sysfs inventory, or -1. */
+static int core_device(const struct inventory *inv, unsigned core) {
+        for (unsigned d = 0; d < inv->n_devices; d++)
+                if (core >= inv->devices[d].first_core &&
+                    core < inv->devices[d].first_core + inv->devices[d].core_count)
+                        return (int) inv->devices[d].index;
+        return -1;
+}
+
+/* The runtimes the series are built for: the latest report's, unless it is
+ * too old. */
+static size_t live_runtimes(const struct nmon *m, int64_t now_ms) {
+        return m->has_report && now_ms - m->report_ms <= NMON_STALE_MS ? m->report.n_runtimes : 0;
+}
+
+/* Whether a runtime in the report holds logical core `core`. */
+static bool core_held(const struct nmon *m, size_t n_runtimes, unsigned core) {
+        for (size_t i = 0; i < n_runtimes; i++)
+                for (size_t c = 0; c < m->report.runtimes[i].n_cores; c++)
+                        if (m->report.runtimes[i].cores[c].index == core)
+                                return true;
+        return false;
+}
+
+static int add(struct nmon *m, struct source src, enum metric_id metric, const char *const *labels) {
+        struct inventory *inv = &m->base.inv;
+        size_t n = inv->n_series;
+        if ((n & (n - 1)) == 0) {
+                struct source *grown = realloc(m->sources, (n ? 2 * n : 1) * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                m->sources = grown;
+        }
+        m->sources[n] = src;
+        return inventory_add_series(inv, metric, labels);
+}
+
+/* Per held core: the runtime's figures with its tag. */
+static int add_cores(struct nmon *m, size_t i, unsigned *cores, unsigned *ret_listed) {
+        const struct nmon_runtime *rt = &m->report.runtimes[i];
+        const struct inventory *sysfs = &m->sysfs->inv;
+        char dev[16], core[16];
+        int r = 0;
+        unsigned listed = 0;
+        for (size_t c = 0; c < rt->n_cores && r == 0; c++) {
+                int d = core_device(sysfs, rt->cores[c].index);
+                /* A core sysfs does not know of has no device to name. */
+                if (d < 0)
+                        continue;
+                cores[listed++] = rt->cores[c].index;
+                snprintf(dev, sizeof(dev), "%d", d);
+                snprintf(core, sizeof(core), "%u", rt->cores[c].index);
+                const char *const labels[] = { dev, core, rt->tag };
+                r = add(m, (struct source){ CORE_UTIL, i, c, 0 }, METRIC_CORE_UTILIZATION, labels);
+                for (unsigned k = 0; k < METRIC_CORE_MEMORY_KINDS && r == 0; k++)
+                        r = add(m, (struct source){ CORE_MEM, i, c, k }, METRIC_CORE_MEMORY_CONSTANTS + k, labels);
+                if (r == 0)
+                        r = add(m, (struct source){ CORE_FLOPS, i, c, 0 }, METRIC_CORE_FLOPS, labels);
+        }
+        *ret_listed = listed;
+        return r;
+}
+
+static int add_runtime(struct nmon *m, size_t i) {
+        static const char *const locations[] = { "host", "neuron_device" };
+        static const char *const usage[] = { "user", "system" };
+        const char *tag = m->report.runtimes[i].tag;
+        char pid[16];
+        int r = 0;
+        snprintf(pid, sizeof(pid), "%u", m->report.runtimes[i].pid);
+        r = add(m, (struct source){ RT_INFO, i, 0, 0 }, METRIC_RUNTIME_INFO, (const char *const[]){ tag, pid });
+        for (unsigned k = 0; k < EXEC_STATUS__COUNT && r == 0; k++)
+                r = add(m, (struct source){ RT_STATUS, i, 0, k }, METRIC_CORE_EXECUTION_STATUS,
+                        (const char *const[]){ NULL, NULL, tag, metric_exec_status_names[k] });
+        for (unsigned k = 0; k < EXEC_ERROR__COUNT && r == 0; k++)
+                r = add(m, (struct source){ RT_ERRORS, i, 0, k }, METRIC_CORE_EXECUTION_ERRORS,
+                        (const char *const[]){ NULL, NULL, tag, metric_exec_error_names[k] });
+        for (unsigned k = 0; k < METRIC_PERCENTILES && r == 0; k++)
+                r = add(m, (struct source){ RT_LATENCY, i, 0, k }, METRIC_RUNTIME_LATENCY,
+                        (const char *const[]){ tag, metric_percentile_names[k] });
+        for (unsigned k = 0; k < METRIC_PERCENTILES && r == 0; k++)
+                r = add(m, (struct source){ RT_DEVICE_LATENCY, i, 0, k }, METRIC_RUNTIME_DEVICE_LATENCY,
+                        (const char *const[]){ tag, metric_percentile_names[k] });
+        for (unsigned k = 0; k < 2 && r == 0; k++)
+                r = add(m, (struct source){ RT_MEMORY, i, 0, k }, METRIC_RUNTIME_MEMORY_USED,
+                        (const char *const[]){ tag, locations[k] });
+        for (unsigned k = 0; k < NMON_HOST__COUNT && r == 0; k++)
+                r = add(m, (struct source){ RT_HOST_MEMORY, i, 0, k }, METRIC_RUNTIME_HOST_MEMORY,
+                        (const char *const[]){ tag, nmon_host_memory_names[k] });
+        for (unsigned k = 0; k < 2 && r == 0; k++)
+                r = add(m, (struct source){ RT_VCPU, i, 0, k }, METRIC_RUNTIME_VCPU_USAGE,
+                        (const char *const[]){ tag, usage[k] });
+        return r;
+}
+
+/* sysfs's series but those the runtimes replace, then the runtimes'. */
+static int build_series(struct nmon *m, size_t n_runtimes) {
+        struct inventory *inv = &m->base.inv;
+        const struct inventory *sysfs = &m->sysfs->inv;
+        int r = 0;
+
+        inventory_clear_series(inv);
+        inventory_clear_runtimes(inv);
+        for (size_t i = 0; i < sysfs->n_series && r == 0; i++) {
+                const struct series_desc *s = &sysfs->series[i];
+                unsigned core = 0;
+                bool per_core = s->metric == METRIC_CORE_UTILIZATION ||
+                                (s->metric >= METRIC_CORE_MEMORY_CONSTANTS && s->metric <= METRIC_CORE_MEMORY_TENSORS);
+                if (s->metric == METRIC_CORE_EXECUTION_STATUS || s->metric == METRIC_CORE_EXECUTION_ERRORS)
+                        continue;
+                if (per_core && sscanf(s->label_values[1], "%u", &core) == 1 && core_held(m, n_runtimes, core))
+                        continue;
+                const char *labels[METRIC_LABELS_MAX];
+                for (int k = 0; k < METRIC_LABELS_MAX; k++)
+                        labels[k] = s->label_values[k];
+                r = add(m, (struct source){ FROM_SYSFS, i, 0, 0 }, s->metric, labels);
+        }
+        for (size_t i = 0; i < n_runtimes && r == 0; i++) {
+                const struct nmon_runtime *rt = &m->report.runtimes[i];
+                unsigned *cores = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(*cores)), listed = 0;
+                r = cores ? add_cores(m, i, cores, &listed) : -ENOMEM;
+                if (r == 0)
+                        r = add_runtime(m, i);
+                if (r == 0)
+                        r = inventory_add_runtime(inv, rt->pid, rt->tag, cores, listed);
+                free(cores);
+        }
+        return r;
+}
+
+/* Whether the runtimes (pid, tag, cores) differ from the inventory's. */
+static bool runtimes_changed(const struct nmon *m, size_t n_runtimes) {
+        const struct inventory *inv = &m->base.inv;
+        if (inv->n_runtimes != n_runtimes)
+                return true;
+        for (size_t i = 0; i < n_runtimes; i++) {
+                const struct nmon_runtime *rt = &m->report.runtimes[i];
+                const struct runtime_info *ri = &inv->runtimes[i];
+                size_t known = 0;
+                for (size_t c = 0; c < rt->n_cores; c++)
+                        if (core_device(&m->sysfs->inv, rt->cores[c].index) >= 0) {
+                                if (known >= ri->n_cores || ri->cores[known] != rt->cores[c].index)
+                                        return true;
+                                known++;
+                        }
+                if (ri->pid != rt->pid || strcmp(ri->tag, rt->tag) != 0 || known != ri->n_cores)
+                        return true;
+        }
+        return false;
+}
+
+static int nmon_refresh(struct collector *c, int64_t now_ms) {
+        struct nmon *m = (struct nmon *) c;
+        int r = poll_input(m, now_ms);
+        if (r < 0)
+                return r;
+        size_t n = live_runtimes(m, now_ms);
+        if (!runtimes_changed(m, n))
+                return 0;
+        r = build_series(m, n);
+        if (r < 0) {
+                /* Nothing half-built: no runtime until the next refresh. */
+                (void) build_series(m, 0);
+                return r;
+        }
+        return 1;
+}
+
+/* ---- values ---------------------------------------------------------- */
+
+/* The value of a runtime's series; false when the report has none. */
+static bool runtime_value(const struct nmon *m, const struct source *src, double *ret) {
+        const struct nmon_runtime *rt = &m->report.runtimes[src->index];
+        const struct totals *t = &m->totals[src->index];
+        const struct nmon_core *core = src->kind <= CORE_FLOPS ? &rt->cores[src->core] : NULL;
+        switch (src->kind) {
+        case CORE_UTIL:
+                *ret = core->util;
+                return core->has_util;
+        case CORE_MEM:
+                *ret = core->mem[src->which];
+                return core->has_mem;
+        case CORE_FLOPS:
+                *ret = t->flops[src->core];
+                return true;
+        case RT_STATUS:
+                *ret = t->status[src->which];
+                return true;
+        case RT_ERRORS:
+                *ret = t->errors[src->which];
+                return true;
+        case RT_INFO:
+                *ret = 1;
+                return true;
+        case RT_LATENCY:
+                *ret = rt->latency[src->which];
+                return rt->has_latency;
+        case RT_DEVICE_LATENCY:
+                *ret = rt->device_latency[src->which];
+                return rt->has_device_latency;
+        case RT_MEMORY:
+                *ret = src->which ? rt->memory_device : rt->memory_host;
+                return rt->has_memory;
+        case RT_HOST_MEMORY:
+                *ret = rt->host_memory[src->which];
+                return rt->has_host_breakdown;
+        case RT_VCPU:
+                *ret = src->which ? rt->vcpu_system : rt->vcpu_user;
+                return rt->has_vcpu;
+        default:
+                return false;
+        }
+}
+
+static int nmon_read(struct collector *c, int64_t now_ms, struct sample_batch *out) {
+        struct nmon *m = (struct nmon *) c;
+        memset(m->scratch.valid, 0, m->scratch.n);
+        int r = m->sysfs->ops->read(m->sysfs, now_ms, &m->scratch);
+        if (r < 0) {
+                snprintf(c->reason, sizeof(c->reason), "%s", m->sysfs->reason);
+                return r;
+        }
+        for (size_t i = 0; i < out->n; i++) {
+                const struct source *src = &m->sources[i];
+                if (src->kind == FROM_SYSFS) {
+                        out->values[i] = m->scratch.values[src->index];
+                        out->valid[i] = m->scratch.valid[src->index];
+                        continue;
+                }
+                out->valid[i] = runtime_value(m, src, &out->values[i]);
+        }
+        /* A problem of the monitor counts as one series lost, so that the
+         * daemon says why; it is said before sysfs's. */
+        snprintf(c->reason, sizeof(c->reason), "%s", m->problem[0] ? m->problem : m->sysfs->reason);
+        r += m->problem[0] != '\0';
+        m->problem[0] = '\0';
+        return r;
+}
+
+/* ---- lifetime -------------------------------------------------------- */
+
+static void nmon_close(struct collector *c) {
+        struct nmon *m = (struct nmon *) c;
+        if (!m)
+                return;
+        stop_child(m);
+        if (m->fd >= 0)
+                close(m->fd);
+        /* sysfs's own close: collector_close() is the registry's, which
+         * names this backend. */
+        if (m->sysfs)
+                m->sysfs->ops->close(m->sysfs);
+        free(m->scratch.values);
+        free(m->scratch.valid);
+        free(m->sources);
+        free(m->command);
+        free(m->fifo);
+        free(m->line);
+        drop_report(m);
+        inventory_free(&m->base.inv);
+        free(m);
+}
+
+/* Copies the devices and facts of the sysfs inventory. */
+static int copy_inventory(struct nmon *m) {
+        const struct inventory *src = &m->sysfs->inv;
+        struct inventory *inv = &m->base.inv;
+        inv->devices = calloc(src->n_devices ? src->n_devices : 1, sizeof(*inv->devices));
+        if (!inv->devices)
+                return -ENOMEM;
+        for (unsigned d = 0; d < src->n_devices; d++) {
+                inv->devices[d] = src->devices[d];
+                inv->devices[d].peers = NULL;
+                inv->devices[d].n_peers = 0;
+                inv->n_devices = d + 1;
+        }
+        memcpy(inv->instance_type, src->instance_type, sizeof(inv->instance_type));
+        memcpy(inv->driver_version, src->driver_version, sizeof(inv->driver_version));
+        inv->lnc = src->lnc;
+        inv->identity = src->identity;
+        snprintf(inv->backend, sizeof(inv->backend), "%.*s+monitor", (int) sizeof(inv->backend) - 9, src->backend);
+        return 0;
+}
+
+static int nmon_open(const struct collector_args *args, struct collector **ret) {
+        const char *o = args->options ? args->options : "";
+        const char *cmd = strstr(o, ",monitor="), *fifo = strstr(o, ",monitor-fifo=");
+        const char *at = cmd && (!fifo || cmd < fifo) ? cmd : fifo;
+        int r;
+
+        if (!at) {
+                snprintf(args->err, args->errlen, "sysfs: no monitor= or monitor-fifo= option");
+                return -EINVAL;
+        }
+        const char *value = at + strlen(at == cmd ? ",monitor=" : ",monitor-fifo=");
+        if (!value[0]) {
+                snprintf(args->err, args->errlen, "sysfs: %s needs a value", at == cmd ? "monitor=" : "monitor-fifo=");
+                return -EINVAL;
+        }
+        struct nmon *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->base.ops = &nmon_collector_ops;
+        m->base.time_scale = 1;
+        m->fd = -1;
+        m->backoff_ms = RESTART_MIN_MS;
+        char *sysfs_options = strndup(o, (size_t) (at - o));
+        if (at == cmd)
+                m->command = strdup(value);
+        else
+                m->fifo = strdup(value);
+        if (!sysfs_options || (!m->command && !m->fifo)) {
+                free(sysfs_options);
+                nmon_close(&m->base);
+                return -ENOMEM;
+        }
+        const struct collector_args sysfs_args = { .options = sysfs_options, .err = args->err, .errlen = args->errlen };
+        r = sysfs_collector_ops.open(&sysfs_args, &m->sysfs);
+        free(sysfs_options);
+        if (r < 0)
+                goto fail;
+        m->scratch.n = m->sysfs->inv.n_series;
+        m->scratch.values = calloc(m->scratch.n ? m->scratch.n : 1, sizeof(double));
+        m->scratch.valid = calloc(m->scratch.n ? m->scratch.n : 1, 1);
+        r = m->scratch.values && m->scratch.valid ? copy_inventory(m) : -ENOMEM;
+        if (r == 0)
+                r = build_series(m, 0);
+        if (r == 0 && m->fifo) {
+                /* Opening for reading without a writer does not wait. */
+                m->fd = open(m->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (m->fd < 0) {
+                        r = -errno;
+                        snprintf(args->err, args->errlen, "sysfs: monitor-fifo=%s: %s", m->fifo, strerror(-r));
+                        r = -EINVAL;
+                }
+        }
+        if (r < 0)
+                goto fail;
+        *ret = &m->base;
+        return 0;
+fail:
+        nmon_close(&m->base);
+        return r;
+}
+
+static int nmon_probe(const struct collector_args *args) {
+        (void) args;
+        return -ENODEV; /* never chosen by "auto": it runs a command */
+}
+
+const struct collector_ops nmon_collector_ops = {
+        .name = "neuron-monitor",
+        .probe = nmon_probe,
+        .open = nmon_open,
+        .refresh = nmon_refresh,
+        .read = nmon_read,
+        .close = nmon_close,
+};

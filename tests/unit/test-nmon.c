@@ -1,0 +1,480 @@
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collectors/nmon.h"
+#include "tests/unit/assert-double.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char path_buf[1024];
+
+static const char *srcdir_path(const char *rel) {
+        const char *top = getenv("top_srcdir");
+        snprintf(path_buf, sizeof(path_buf), "%s/%s", top ? top : ".", rel);
+        return path_buf;
+}
+
+/* Line n (from 1) of the fixture written from the user guide's schema. */
+static char *fixture_line(int n) {
+        FILE *f = fopen(srcdir_path("tests/data/neuron-monitor/run.jsonl"), "r");
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len = -1;
+        assert_non_null(f);
+        for (int i = 0; i < n; i++)
+                len = getline(&line, &cap, f);
+        fclose(f);
+        assert_true(len > 0);
+        if (line[len - 1] == '\n')
+                line[len - 1] = '\0';
+        return line;
+}
+
+static int parse(const char *text, struct nmon_report *rep) {
+        char err[128];
+        int r = nmon_parse(text, strlen(text), rep, err, sizeof(err));
+        assert_true(r == 0 || err[0] != '\0');
+        return r;
+}
+
+static void nmon_parse__user_guide_document__all_groups(void **state) {
+        (void) state;
+        struct nmon_report rep;
+        char *line = fixture_line(1);
+        assert_int_equal(parse(line, &rep), 0);
+        assert_int_equal(rep.lnc, 1);
+        assert_int_equal(rep.cores_per_device, 2);
+        assert_int_equal(rep.n_runtimes, 1);
+        const struct nmon_runtime *rt = &rep.runtimes[0];
+        assert_int_equal(rt->pid, 4242);
+        assert_string_equal(rt->tag, "train");
+        assert_string_equal(rt->error, "");
+        assert_int_equal(rt->n_cores, 2);
+        assert_int_equal(rt->cores[1].index, 1);
+        assert_true(rt->cores[1].has_util && rt->cores[1].has_flops && rt->cores[1].has_mem);
+        assert_double_near(rt->cores[1].util, 0.51, 1e-12);
+        assert_double_near(rt->cores[0].flops, 2e9, 0);
+        assert_double_near(rt->cores[0].mem[0], 193986816, 0);
+        assert_double_near(rt->cores[0].mem[3], 1024, 0);
+        assert_true(rt->has_exec);
+        assert_double_near(rt->status[EXEC_COMPLETED], 100, 0);
+        assert_double_near(rt->status[EXEC_FAILED_TO_QUEUE], 2, 0);
+        assert_double_near(rt->errors[EXEC_ERROR_GENERIC], 1, 0);
+        assert_true(rt->has_latency && rt->has_device_latency);
+        assert_double_near(rt->latency[3], 0.014, 1e-12);
+        assert_double_near(rt->device_latency[6], 0.016, 1e-12);
+        assert_true(rt->has_memory && rt->has_host_breakdown);
+        assert_double_near(rt->memory_device, 12519788544.0, 0);
+        assert_double_near(rt->host_memory[NMON_HOST_DMA_BUFFERS], 1048576, 0);
+        assert_true(rt->has_vcpu);
+        assert_double_near(rt->vcpu_user, 0.425, 1e-12);
+        assert_double_near(rt->vcpu_system, 0.125, 1e-12);
+        nmon_report_free(&rep);
+        nmon_report_free(&rep); /* leaves it empty: twice is harmless */
+        free(line);
+}
+
+static void nmon_parse__untagged_runtime_without_executions__pid_tag_latency_absent(void **state) {
+        (void) state;
+        struct nmon_report rep;
+        char *line = fixture_line(2);
+        assert_int_equal(parse(line, &rep), 0);
+        assert_int_equal(rep.n_runtimes, 2);
+        assert_string_equal(rep.runtimes[1].tag, "5151");
+        assert_true(rep.runtimes[1].has_exec);
+        assert_false(rep.runtimes[1].has_latency);
+        assert_false(rep.runtimes[1].has_device_latency);
+        nmon_report_free(&rep);
+        free(line);
+}
+
+static void nmon_parse__group_error__group_absent_error_kept(void **state) {
+        (void) state;
+        struct nmon_report rep;
+        char *line = fixture_line(4);
+        assert_int_equal(parse(line, &rep), 0);
+        assert_int_equal(rep.n_runtimes, 1);
+        const struct nmon_runtime *rt = &rep.runtimes[0];
+        assert_string_equal(rt->error, "neuroncore_counters: failed to read the NeuronCore counters");
+        assert_false(rt->cores[0].has_util);
+        assert_false(rt->cores[0].has_flops);
+        assert_true(rt->cores[0].has_mem);
+        assert_true(rt->has_exec);
+        nmon_report_free(&rep);
+        free(line);
+}
+
+static void nmon_parse__malformed__refused(void **state) {
+        (void) state;
+        struct nmon_report rep;
+        char *line = fixture_line(3);
+        static const char *const bad[] = {
+                "",
+                "[]",
+                "{} {}",
+                "{\"neuron_runtime_data\": {}}",
+                "{\"neuron_runtime_data\": [{\"pid\": 0}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 1.5}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": \"7\"}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 7}, {\"pid\": 7}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 7, \"report\": {\"neuroncore_counters\": {\"period\": 1, "
+                "\"neuroncores_in_use\": {\"0\": {\"neuroncore_utilization\": 150}}}}}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 7, \"report\": {\"neuroncore_counters\": {\"period\": 1, "
+                "\"neuroncores_in_use\": {\"01\": {}}}}}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 7, \"report\": {\"neuroncore_counters\": {\"period\": 1, "
+                "\"neuroncores_in_use\": {\"4096\": {}}}}}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 7, \"report\": {\"memory_used\": {\"neuron_runtime_used_bytes\": "
+                "{\"host\": -1, \"neuron_device\": 0}}}}]}",
+                "{\"neuron_runtime_data\": [{\"pid\": 7, \"report\": {\"execution_stats\": {\"error_summary\": {}, "
+                "\"execution_summary\": {\"completed\": 1e300}}}}]}",
+                "{\"a\": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}",
+        };
+        assert_int_equal(parse(line, &rep), -EINVAL);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                int r = parse(bad[i], &rep);
+                if (r != -EINVAL)
+                        fail_msg("accepted or %d: %s", r, bad[i]);
+        }
+        char err[64];
+        assert_int_equal(nmon_parse("{}\0", 3, &rep, err, sizeof(err)), -EINVAL);
+        assert_int_equal(nmon_parse("{}", NMON_LINE_MAX + 1, &rep, err, sizeof(err)), -E2BIG);
+        free(line);
+}
+
+static void nmon_parse__bounds__runtimes_and_cores_capped(void **state) {
+        (void) state;
+        struct nmon_report rep;
+        size_t size = 64 * (NMON_RUNTIMES_MAX + 2), at = 0;
+        char *text = malloc(size);
+        assert_non_null(text);
+        at += (size_t) snprintf(text + at, size - at, "{\"neuron_runtime_data\": [");
+        for (int i = 1; i <= NMON_RUNTIMES_MAX + 1; i++)
+                at += (size_t) snprintf(text + at, size - at, "%s{\"pid\": %d}", i > 1 ? "," : "", i);
+        snprintf(text + at, size - at, "]}");
+        assert_int_equal(parse(text, &rep), -E2BIG);
+        free(text);
+
+        size = 64 * (NMON_CORES_MAX + 2);
+        text = malloc(size);
+        assert_non_null(text);
+        at = (size_t) snprintf(text, size,
+                               "{\"neuron_runtime_data\": [{\"pid\": 9, \"report\": {\"neuroncore_counters\": "
+                               "{\"period\": 1, \"neuroncores_in_use\": {");
+        for (int i = 0; i <= NMON_CORES_MAX; i++)
+                at += (size_t) snprintf(text + at, size - at, "%s\"%d\": {}", i ? "," : "", i);
+        snprintf(text + at, size - at, "}}}}]}");
+        assert_int_equal(parse(text, &rep), -E2BIG);
+        free(text);
+}
+
+static void nmon_parse__hostile_tag__cleaned_and_cut(void **state) {
+        (void) state;
+        struct nmon_report rep;
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "{\"neuron_runtime_data\": [{\"pid\": 9, \"neuron_runtime_tag\": \"a\\nb\\u00e9\\\"%070d\"}]}", 0);
+        assert_int_equal(parse(text, &rep), 0);
+        assert_int_equal(strlen(rep.runtimes[0].tag), SERIES_LABEL_VALUE_MAX - 1);
+        assert_int_equal(strncmp(rep.runtimes[0].tag, "a?b??\"000", 9), 0);
+        nmon_report_free(&rep);
+}
+
+/* The fuzz corpus is a regression test even without clang. */
+static void fuzz_nmon_parse__corpus__every_input_passes(void **state) {
+        (void) state;
+        char dir[1024];
+        snprintf(dir, sizeof(dir), "%s", srcdir_path("tests/fuzz/corpus/fuzz-nmon-parse"));
+        DIR *d = opendir(dir);
+        int n = 0;
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+                char path[2048];
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+                FILE *f = fopen(path, "rb");
+                assert_non_null(f);
+                uint8_t *buf = malloc(1 << 20);
+                assert_non_null(buf);
+                size_t len = fread(buf, 1, 1 << 20, f);
+                fclose(f);
+                assert_int_equal(LLVMFuzzerTestOneInput(buf, len), 0);
+                free(buf);
+                n++;
+        }
+        closedir(d);
+        assert_true(n >= 8);
+}
+
+/* ---- the collector ---------------------------------------------------- */
+
+static char scratch[256];
+
+static int scratch_teardown(void **state) {
+        char cmd[512];
+        (void) state;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+        assert_int_equal(system(cmd), 0);
+        return 0;
+}
+
+static const char *make_scratch(void) {
+        snprintf(scratch, sizeof(scratch), "/tmp/test-nmon-XXXXXX");
+        assert_non_null(mkdtemp(scratch));
+        return scratch;
+}
+
+/* The index of the series with these label values ("" for absent), or -1. */
+static long find(const struct collector *c, enum metric_id metric, const char *l0, const char *l1, const char *l2,
+                 const char *l3) {
+        const char *want[METRIC_LABELS_MAX] = { l0, l1, l2, l3 };
+        for (size_t i = 0; i < c->inv.n_series; i++) {
+                const struct series_desc *s = &c->inv.series[i];
+                bool same = s->metric == metric;
+                for (int k = 0; k < METRIC_LABELS_MAX && same; k++)
+                        same = strcmp(s->label_values[k], want[k] ? want[k] : "") == 0;
+                if (same)
+                        return (long) i;
+        }
+        return -1;
+}
+
+struct values {
+        struct sample_batch b;
+        int r;
+};
+
+static void read_all(struct collector *c, int64_t now_ms, struct values *v) {
+        free(v->b.values);
+        free(v->b.valid);
+        v->b.n = c->inv.n_series;
+        v->b.values = calloc(v->b.n + 1, sizeof(double));
+        v->b.valid = calloc(v->b.n + 1, 1);
+        assert_non_null(v->b.values);
+        assert_non_null(v->b.valid);
+        v->r = c->ops->read(c, now_ms, &v->b);
+}
+
+static double value(const struct values *v, long i) {
+        assert_true(i >= 0);
+        assert_true(v->b.valid[i]);
+        return v->b.values[i];
+}
+
+static void write_line(int fd, const char *text) {
+        size_t len = strlen(text);
+        assert_int_equal(write(fd, text, len), (ssize_t) len);
+        assert_int_equal(write(fd, "\n", 1), 1);
+}
+
+static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state) {
+        (void) state;
+        char spec[2048], fifo[300], err[256];
+        struct collector *c = NULL, *plain = NULL;
+        struct values v = { 0 };
+        snprintf(fifo, sizeof(fifo), "%s/monitor", make_scratch());
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        snprintf(spec, sizeof(spec), "sysfs:%s,monitor-fifo=%s", srcdir_path("tests/data/trn1"), fifo);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        snprintf(spec, sizeof(spec), "sysfs:%s", srcdir_path("tests/data/trn1"));
+        assert_int_equal(collector_open_spec(spec, &plain, err, sizeof(err)), 0);
+        assert_string_equal(c->ops->name, "neuron-monitor");
+        assert_int_equal(c->inv.n_devices, plain->inv.n_devices);
+        assert_int_equal(c->inv.n_runtimes, 0);
+        /* sysfs's execution counters give way to the runtimes'. */
+        assert_true(find(plain, METRIC_CORE_EXECUTION_STATUS, "0", "0", NULL, "completed") >= 0);
+        assert_int_equal(find(c, METRIC_CORE_EXECUTION_STATUS, "0", "0", NULL, "completed"), -1);
+        assert_true(find(c, METRIC_CORE_MEMORY_CONSTANTS, "0", "0", NULL, NULL) >= 0);
+        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        assert_true(w >= 0);
+
+        char *line1 = fixture_line(1), *line2 = fixture_line(2), *line3 = fixture_line(3), *line4 = fixture_line(4);
+        int64_t now = 1000000;
+        assert_int_equal(c->ops->refresh(c, now), 0);
+        write_line(w, line1);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_int_equal(c->inv.n_runtimes, 1);
+        assert_int_equal(c->inv.runtimes[0].pid, 4242);
+        assert_int_equal(c->inv.runtimes[0].n_cores, 2);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 0);
+        long done = find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "train", "completed");
+        long util0 = find(c, METRIC_CORE_UTILIZATION, "0", "0", "train", NULL);
+        long flops1 = find(c, METRIC_CORE_FLOPS, "0", "1", "train", NULL);
+        assert_double_near(value(&v, done), 100, 0);
+        assert_double_near(value(&v, util0), 0.5, 1e-12);
+        assert_double_near(value(&v, flops1), 2e9, 0);
+        assert_double_near(value(&v, find(c, METRIC_RUNTIME_VCPU_USAGE, "train", "user", NULL, NULL)), 0.425, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_RUNTIME_LATENCY, "train", "p50", NULL, NULL)), 0.014, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_RUNTIME_INFO, "train", "4242", NULL, NULL)), 1, 0);
+        /* A held core's memory kinds carry the runtime; a free one's stay sysfs's. */
+        assert_int_equal(find(c, METRIC_CORE_MEMORY_CONSTANTS, "0", "0", NULL, NULL), -1);
+        assert_double_near(value(&v, find(c, METRIC_CORE_MEMORY_CONSTANTS, "0", "0", "train", NULL)), 193986816, 0);
+        assert_true(find(c, METRIC_CORE_MEMORY_CONSTANTS, "3", "2", NULL, NULL) >= 0);
+
+        /* The next period adds to the counters; the series stay. */
+        write_line(w, line1);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 0);
+        read_all(c, now, &v);
+        assert_double_near(value(&v, done), 200, 0);
+        assert_double_near(value(&v, flops1), 4e9, 0);
+
+        /* A second runtime comes, with no execution yet: no latency. */
+        write_line(w, line2);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_int_equal(c->inv.n_runtimes, 2);
+        read_all(c, now, &v);
+        long lat = find(c, METRIC_RUNTIME_LATENCY, "5151", "p50", NULL, NULL);
+        assert_true(lat >= 0);
+        assert_false(v.b.valid[lat]);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "3", "2", "5151", NULL)), 0.52, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "train", "completed")), 300, 0);
+
+        /* A malformed line is skipped and said; nothing else changes. */
+        write_line(w, line3);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 0);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 1);
+        assert_non_null(strstr(c->reason, "a line skipped: not a JSON object"));
+        assert_int_equal(c->inv.n_runtimes, 2);
+
+        /* The second runtime exits; a group's error leaves its series unread. */
+        write_line(w, line4);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_int_equal(c->inv.n_runtimes, 1);
+        assert_int_equal(find(c, METRIC_RUNTIME_INFO, "5151", "5151", NULL, NULL), -1);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 1);
+        assert_non_null(strstr(c->reason, "runtime train: neuroncore_counters: failed"));
+        util0 = find(c, METRIC_CORE_UTILIZATION, "0", "0", "train", NULL);
+        assert_false(v.b.valid[util0]);
+        assert_double_near(value(&v, find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "train", "completed")), 400, 0);
+
+        /* Half a line waits for the rest; a silent monitor's runtimes go. */
+        assert_int_equal(write(w, "{\"neuron", 8), 8);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 0);
+        assert_int_equal(c->ops->refresh(c, now += NMON_STALE_MS + 1), 1);
+        assert_int_equal(c->inv.n_runtimes, 0);
+        assert_true(find(c, METRIC_CORE_MEMORY_CONSTANTS, "0", "0", NULL, NULL) >= 0);
+
+        close(w);
+        free(line1);
+        free(line2);
+        free(line3);
+        free(line4);
+        free(v.b.values);
+        free(v.b.valid);
+        collector_close(plain);
+        collector_close(c);
+}
+
+static int64_t wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Refreshes and reads every 20 ms, for at most 10 s, until the runtime
+ * count is n, once the reason has said text (when given). */
+static bool wait_for(struct collector *c, size_t n, const char *text, struct values *v) {
+        bool said = !text;
+        for (int i = 0; i < 500; i++) {
+                int64_t now = wall_ms();
+                assert_true(c->ops->refresh(c, now) >= 0);
+                read_all(c, now, v);
+                said = said || strstr(c->reason, text);
+                if (c->inv.n_runtimes == n && said)
+                        return true;
+                usleep(20000);
+        }
+        print_message("# waited for %zu runtimes and '%s'; %zu runtimes, reason '%s'\n", n, text ? text : "",
+                      c->inv.n_runtimes, c->reason);
+        return false;
+}
+
+static void nmon_collector__child_killed_or_exiting__restarted_with_reason(void **state) {
+        (void) state;
+        char spec[2048], err[256], pidfile[300];
+        struct collector *c = NULL;
+        struct values v = { 0 };
+        snprintf(pidfile, sizeof(pidfile), "%s/pid", make_scratch());
+        /* A monitor printing the first document every 50 ms until killed. */
+        char *top = strdup(srcdir_path(""));
+        snprintf(
+                spec, sizeof(spec),
+                "sysfs:%stests/data/trn1,monitor=echo $$ >%s; while :; do head -n 1 %stests/data/neuron-monitor/run.jsonl; "
+                "sleep 0.05; done",
+                top, pidfile, top);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        assert_true(wait_for(c, 1, NULL, &v));
+        FILE *f = fopen(pidfile, "r");
+        int pid = 0;
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%d", &pid), 1);
+        fclose(f);
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        assert_true(wait_for(c, 0, "neuron-monitor was killed by signal 9", &v));
+        /* Restarted after a second: the runtime is back. */
+        assert_true(wait_for(c, 1, NULL, &v));
+        collector_close(c);
+
+        /* A monitor that exits: its status is the reason, its runtimes go. */
+        snprintf(spec, sizeof(spec),
+                 "sysfs:%stests/data/trn1,monitor=head -n 1 %stests/data/neuron-monitor/run.jsonl; exit 3", top, top);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        assert_true(wait_for(c, 0, "neuron-monitor exited with status 3", &v));
+        collector_close(c);
+        free(top);
+        free(v.b.values);
+        free(v.b.valid);
+}
+
+static void nmon_open__bad_options__einval(void **state) {
+        (void) state;
+        char spec[2048], err[256];
+        struct collector *c = NULL;
+        snprintf(spec, sizeof(spec), "sysfs:%s,monitor=", srcdir_path("tests/data/trn1"));
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "monitor= needs a value"));
+        snprintf(spec, sizeof(spec), "sysfs:%s,monitor-fifo=/nonexistent/fifo", srcdir_path("tests/data/trn1"));
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "/nonexistent/fifo"));
+        snprintf(spec, sizeof(spec), "sysfs:%s,lnc=3,monitor=true", srcdir_path("tests/data/trn1"));
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "lnc=1 or lnc=2"));
+}
+
+int main(void) {
+        /* The collector's children write to pipes the test may have closed. */
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(nmon_parse__user_guide_document__all_groups),
+                cmocka_unit_test(nmon_parse__untagged_runtime_without_executions__pid_tag_latency_absent),
+                cmocka_unit_test(nmon_parse__group_error__group_absent_error_kept),
+                cmocka_unit_test(nmon_parse__malformed__refused),
+                cmocka_unit_test(nmon_parse__bounds__runtimes_and_cores_capped),
+                cmocka_unit_test(nmon_parse__hostile_tag__cleaned_and_cut),
+                cmocka_unit_test(fuzz_nmon_parse__corpus__every_input_passes),
+                cmocka_unit_test_teardown(nmon_collector__fifo__runtimes_come_and_go_counters_add, scratch_teardown),
+                cmocka_unit_test_teardown(nmon_collector__child_killed_or_exiting__restarted_with_reason,
+                                          scratch_teardown),
+                cmocka_unit_test(nmon_open__bad_options__einval),
+        };
+        return cmocka_run_group_tests_name("nmon", tests, NULL, NULL);
+}
