@@ -14,7 +14,11 @@ fake=$top_srcdir/tests/fakes/fake-neuron-monitor.sh
 step=$TEST_TMP/step
 pidfile=$TEST_TMP/monitor.pid
 echo 1 >"$step"
-start_daemon --backend "sysfs:$top_srcdir/tests/data/trn1,monitor=sh $fake $lines $step $pidfile" \
+# The spec is at most 255 bytes: the command and the sysfs root go in by
+# short names under TEST_TMP, whatever the length of the source path.
+printf '#!/bin/sh\nexec sh "%s" "%s" "%s" "%s"\n' "$fake" "$lines" "$step" "$pidfile" >"$TEST_TMP/monitor"
+ln -s "$top_srcdir/tests/data/trn1" "$TEST_TMP/sysfs"
+start_daemon --backend "sysfs:$TEST_TMP/sysfs,monitor=sh $TEST_TMP/monitor" \
   --interval 250ms --log-level debug
 
 present() { [ -n "$(metric_value "$1")" ]; }
