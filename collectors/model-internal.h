@@ -38,16 +38,6 @@ struct model_runtime {
         unsigned phase; /* seconds into its hour at Unix time 0 */
 };
 
-/* Host memory categories of a runtime (neuron-monitor's usage_breakdown.host). */
-enum runtime_host_memory {
-        HOST_MEM_APPLICATION,
-        HOST_MEM_CONSTANTS,
-        HOST_MEM_DMA_BUFFERS,
-        HOST_MEM_TENSORS,
-        HOST_MEM__COUNT
-};
-extern const char *const runtime_host_memory_names[HOST_MEM__COUNT];
-
 /* A runtime's incarnation when it is not running. */
 #define RUNTIME_DOWN UINT64_MAX
 

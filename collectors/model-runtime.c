@@ -8,13 +8,6 @@
 
 #include "collectors/model-internal.h"
 
-const char *const runtime_host_memory_names[HOST_MEM__COUNT] = {
-        [HOST_MEM_APPLICATION] = "application_memory",
-        [HOST_MEM_CONSTANTS] = "constants",
-        [HOST_MEM_DMA_BUFFERS] = "dma_buffers",
-        [HOST_MEM_TENSORS] = "tensors",
-};
-
 /* A restarting runtime lives 50 minutes of every hour; the cores it holds
  * are free for the other 10, and it comes back as a new process. */
 #define LIFE_PERIOD_S 3600

@@ -158,7 +158,7 @@ static int build_series(struct model *m) {
             (r = add_runtime_family(m, METRIC_RUNTIME_DEVICE_LATENCY, metric_percentile_names, METRIC_PERCENTILES,
                                     &m->off_rt_dlat)) < 0 ||
             (r = add_runtime_family(m, METRIC_RUNTIME_MEMORY_USED, locations, 2, &m->off_rt_mem)) < 0 ||
-            (r = add_runtime_family(m, METRIC_RUNTIME_HOST_MEMORY, runtime_host_memory_names, HOST_MEM__COUNT,
+            (r = add_runtime_family(m, METRIC_RUNTIME_HOST_MEMORY, metric_host_memory_names, HOST_MEM__COUNT,
                                     &m->off_rt_host)) < 0 ||
             (r = add_runtime_family(m, METRIC_RUNTIME_VCPU_USAGE, usage, 2, &m->off_rt_vcpu)) < 0 ||
             (r = add_device_family(m, METRIC_DEVICE_UP, NULL, 0, &m->off_up)) < 0 ||

@@ -10,13 +10,6 @@
 
 #include "collectors/nmon.h"
 
-const char *const nmon_host_memory_names[NMON_HOST__COUNT] = {
-        [NMON_HOST_APPLICATION] = "application_memory",
-        [NMON_HOST_CONSTANTS] = "constants",
-        [NMON_HOST_DMA_BUFFERS] = "dma_buffers",
-        [NMON_HOST_TENSORS] = "tensors",
-};
-
 /* Bytes and counts above this are not a real figure (2^60: an exbibyte). */
 #define NUMBER_MAX 1152921504606846976.0
 /* A period outside this is a broken clock. */
@@ -205,8 +198,8 @@ static int parse_memory(json_object *g, struct nmon_runtime *rt) {
         OPTIONAL(get_number(used, "neuron_device", NUMBER_MAX, &rt->memory_device), has_device);
         rt->has_memory = has_host && has_device;
         bool all = host != NULL;
-        for (int i = 0; i < NMON_HOST__COUNT && all; i++) {
-                int r = get_number(host, nmon_host_memory_names[i], NUMBER_MAX, &rt->host_memory[i]);
+        for (int i = 0; i < HOST_MEM__COUNT && all; i++) {
+                int r = get_number(host, metric_host_memory_names[i], NUMBER_MAX, &rt->host_memory[i]);
                 if (r == -EINVAL)
                         return r;
                 all = r == 0;

@@ -403,9 +403,9 @@ static int add_runtime(struct nmon *m, size_t i) {
         for (unsigned k = 0; k < 2 && r == 0; k++)
                 r = add(m, (struct source){ RT_MEMORY, i, 0, k }, METRIC_RUNTIME_MEMORY_USED,
                         (const char *const[]){ tag, locations[k] });
-        for (unsigned k = 0; k < NMON_HOST__COUNT && r == 0; k++)
+        for (unsigned k = 0; k < HOST_MEM__COUNT && r == 0; k++)
                 r = add(m, (struct source){ RT_HOST_MEMORY, i, 0, k }, METRIC_RUNTIME_HOST_MEMORY,
-                        (const char *const[]){ tag, nmon_host_memory_names[k] });
+                        (const char *const[]){ tag, metric_host_memory_names[k] });
         for (unsigned k = 0; k < 2 && r == 0; k++)
                 r = add(m, (struct source){ RT_VCPU, i, 0, k }, METRIC_RUNTIME_VCPU_USAGE,
                         (const char *const[]){ tag, usage[k] });

@@ -51,15 +51,6 @@
 #define NMON_STALE_MS 30000
 #define NMON_ERROR_MAX 128
 
-enum nmon_host_memory {
-        NMON_HOST_APPLICATION,
-        NMON_HOST_CONSTANTS,
-        NMON_HOST_DMA_BUFFERS,
-        NMON_HOST_TENSORS,
-        NMON_HOST__COUNT
-};
-extern const char *const nmon_host_memory_names[NMON_HOST__COUNT];
-
 /* One NeuronCore a runtime uses: "neuroncores_in_use" and
  * "neuroncore_memory_usage" entries under the same index. */
 struct nmon_core {
@@ -81,7 +72,7 @@ struct nmon_runtime {
         double latency[METRIC_PERCENTILES], device_latency[METRIC_PERCENTILES];
         bool has_memory, has_host_breakdown;
         double memory_host, memory_device;
-        double host_memory[NMON_HOST__COUNT];
+        double host_memory[HOST_MEM__COUNT];
         bool has_vcpu;
         double vcpu_user, vcpu_system; /* 0-1 */
         size_t n_cores;

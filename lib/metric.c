@@ -24,6 +24,13 @@ const char *const metric_exec_error_names[EXEC_ERROR__COUNT] = {
         [EXEC_ERROR_MODEL] = "model",     [EXEC_ERROR_RUNTIME] = "runtime",     [EXEC_ERROR_HARDWARE] = "hardware",
 };
 
+const char *const metric_host_memory_names[HOST_MEM__COUNT] = {
+        [HOST_MEM_APPLICATION] = "application_memory",
+        [HOST_MEM_CONSTANTS] = "constants",
+        [HOST_MEM_DMA_BUFFERS] = "dma_buffers",
+        [HOST_MEM_TENSORS] = "tensors",
+};
+
 const char *const metric_percentile_names[METRIC_PERCENTILES] = { "p0", "p1", "p25", "p50", "p75", "p99", "p100" };
 const double metric_percentiles[METRIC_PERCENTILES] = { 0, 1, 25, 50, 75, 99, 100 };
 

@@ -107,6 +107,17 @@ enum metric_exec_error {
 };
 extern const char *const metric_exec_error_names[EXEC_ERROR__COUNT];
 
+/* neuron_runtime_host_memory_used_bytes' memory_type values, the host
+ * categories of neuron-monitor's usage_breakdown. */
+enum metric_host_memory {
+        HOST_MEM_APPLICATION,
+        HOST_MEM_CONSTANTS,
+        HOST_MEM_DMA_BUFFERS,
+        HOST_MEM_TENSORS,
+        HOST_MEM__COUNT
+};
+extern const char *const metric_host_memory_names[HOST_MEM__COUNT];
+
 /* execution_latency_seconds' percentile values, neuron-monitor's keys. */
 #define METRIC_PERCENTILES 7
 extern const char *const metric_percentile_names[METRIC_PERCENTILES];

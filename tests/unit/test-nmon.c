@@ -81,7 +81,7 @@ static void nmon_parse__user_guide_document__all_groups(void **state) {
         assert_double_near(rt->device_latency[6], 0.016, 1e-12);
         assert_true(rt->has_memory && rt->has_host_breakdown);
         assert_double_near(rt->memory_device, 12519788544.0, 0);
-        assert_double_near(rt->host_memory[NMON_HOST_DMA_BUFFERS], 1048576, 0);
+        assert_double_near(rt->host_memory[HOST_MEM_DMA_BUFFERS], 1048576, 0);
         assert_true(rt->has_vcpu);
         assert_double_near(rt->vcpu_user, 0.425, 1e-12);
         assert_double_near(rt->vcpu_system, 0.125, 1e-12);
