@@ -246,15 +246,19 @@ static void stats_add(struct residual_stats *st, uint64_t q) {
                 st->by_bits[bit_length(q + 1)]++;
 }
 
-/* The cheapest width for these residuals, and its cost in bits. */
+/* The cheapest width for these residuals, and its cost in bits: w bits
+ * for every q, plus 6 + b more for each of the b-bit ones that escape
+ * (b > w), summed from the widest down. Ties go to the narrower width. */
 static unsigned stats_width(const struct residual_stats *st, uint64_t *ret_bits) {
+        uint64_t count = 0, escapes = 0;
+        for (unsigned b = 0; b <= INT_BITS_MAX + 1; b++)
+                count += st->by_bits[b];
         unsigned best = 0;
         uint64_t best_bits = UINT64_MAX;
-        for (unsigned w = 0; w <= INT_BITS_MAX; w++) {
-                uint64_t bits = st->gammas;
-                for (unsigned b = 0; b <= INT_BITS_MAX + 1; b++)
-                        bits += st->by_bits[b] * (b <= w ? w : w + 6 + b);
-                if (bits < best_bits) {
+        for (unsigned w = INT_BITS_MAX + 1; w-- > 0;) {
+                escapes += st->by_bits[w + 1] * (6 + w + 1);
+                uint64_t bits = st->gammas + count * w + escapes;
+                if (bits <= best_bits) {
                         best_bits = bits;
                         best = w;
                 }
@@ -281,26 +285,30 @@ static bool residual(enum order o, int64_t k, int64_t mid, int64_t prev_k, int64
         return !__builtin_sub_overflow(d, prev_d, ret_r);
 }
 
-/* Chooses the cheapest order, mode and width for x[0..n). False when no
- * order keeps every residual within INT_BITS_MAX bits. */
-static bool int_plan_make(const int64_t *x, size_t n, uint8_t scale, struct int_plan *ret) {
+/* Chooses the cheapest order, mode and width for x[0..n), with k as
+ * scratch for n integers. False when no order keeps every residual within
+ * INT_BITS_MAX bits. */
+static bool int_plan_make(const int64_t *x, size_t n, uint8_t scale, int64_t *k, struct int_plan *ret) {
         uint64_t g = 0;
         int64_t lo = 0, hi = 0;
-        for (size_t i = 1; i < n; i++) {
-                int64_t d;
-                if (__builtin_sub_overflow(x[i], x[0], &d))
+        for (size_t i = 0; i < n; i++) {
+                if (__builtin_sub_overflow(x[i], x[0], &k[i]))
                         return false;
-                g = (uint64_t) gcd(d < 0 ? -(uint64_t) d : (uint64_t) d, g);
+                /* Once the step is 1 it stays 1: no division to pay for. */
+                if (g != 1)
+                        g = (uint64_t) gcd(k[i] < 0 ? -(uint64_t) k[i] : (uint64_t) k[i], g);
         }
+        if (g > 1)
+                for (size_t i = 0; i < n; i++)
+                        k[i] /= (int64_t) g;
         if (g == 0)
                 g = 1;
         for (size_t i = 1; i < n; i++) {
-                int64_t k = (x[i] - x[0]) / (int64_t) g;
-                lo = k < lo ? k : lo;
-                hi = k > hi ? k : hi;
+                lo = k[i] < lo ? k[i] : lo;
+                hi = k[i] > hi ? k[i] : hi;
         }
         int64_t mid = lo + (hi - lo) / 2;
-        int64_t seed = n > 1 ? (x[1] - x[0]) / (int64_t) g : 0;
+        int64_t seed = n > 1 ? k[1] : 0;
 
         /* [order * 2 + 0] dense, [order * 2 + 1] with runs of zeros */
         struct residual_stats st[ORDER__COUNT * 2];
@@ -310,12 +318,12 @@ static bool int_plan_make(const int64_t *x, size_t n, uint8_t scale, struct int_
                 struct residual_stats *dense = &st[2 * o], *runs = &st[2 * o + 1];
                 dense->ok = runs->ok = true;
                 for (size_t i = 0; i < n && dense->ok; i++) {
-                        int64_t k = (x[i] - x[0]) / (int64_t) g, r = 0;
-                        if (!residual((enum order) o, k, mid, prev_k, prev_d, &prev_d, &r)) {
+                        int64_t r = 0;
+                        if (!residual((enum order) o, k[i], mid, prev_k, prev_d, &prev_d, &r)) {
                                 dense->ok = false;
                                 break;
                         }
-                        prev_k = k;
+                        prev_k = k[i];
                         stats_add(dense, zigzag(r));
                         if (r == 0) {
                                 runs->run++;
@@ -643,8 +651,9 @@ static void split_read(struct in *r, size_t m, unsigned width, double *v) {
 
 /* ---- streams ------------------------------------------------------------ */
 
-/* Writes the cheapest body for v[0..n) to o; x is scratch for n integers. */
-static void values_write(struct out *o, const double *v, size_t n, int64_t *x) {
+/* Writes the cheapest body for v[0..n) to o; x and k are scratch for n
+ * integers each. */
+static void values_write(struct out *o, const double *v, size_t n, int64_t *x, int64_t *k) {
         bool constant = true;
         for (size_t i = 1; i < n && constant; i++)
                 constant = double_bits(v[i]) == double_bits(v[0]);
@@ -659,14 +668,14 @@ static void values_write(struct out *o, const double *v, size_t n, int64_t *x) {
         struct int_plan best = { 0 }, plan;
         bool have_int = false;
         if (scale_whole(v, n, x)) {
-                have_int = int_plan_make(x, n, 0, &best);
+                have_int = int_plan_make(x, n, 0, k, &best);
         } else {
                 static const unsigned places[] = { 9, 6, 3 };
                 for (size_t p = 0; p < 3 && !have_int; p++)
                         if (scale_decimal(v, n, places[p], x))
-                                have_int = int_plan_make(x, n, (uint8_t) places[p], &best);
+                                have_int = int_plan_make(x, n, (uint8_t) places[p], k, &best);
                 unsigned binary = scale_binary(v, n, x);
-                if (binary && int_plan_make(x, n, (uint8_t) (SCALE_BINARY + binary), &plan) &&
+                if (binary && int_plan_make(x, n, (uint8_t) (SCALE_BINARY + binary), k, &plan) &&
                     (!have_int || plan.bits < best.bits)) {
                         best = plan;
                         have_int = true;
@@ -716,21 +725,21 @@ int chunk_encode(const int64_t *ts, const double *const *columns, size_t n_colum
                         return -EINVAL;
         if ((uint64_t) ts[n - 1] - (uint64_t) ts[0] >= (UINT64_C(1) << 53))
                 return -EINVAL;
-        int64_t *x = malloc(n * sizeof(*x));
+        int64_t *x = malloc(2 * n * sizeof(*x)), *k = x + n;
         if (!x)
                 return -ENOMEM;
 
         out_byte(&o, (uint8_t) (CHUNK_FORMAT | n_columns));
         out_varint(&o, n);
         /* Timestamps are integers whose residuals fit by the span check. */
-        if (!int_plan_make(ts, n, 0, &plan)) {
+        if (!int_plan_make(ts, n, 0, k, &plan)) {
                 free(x);
                 return -EINVAL;
         }
         int_write(&body, ts, n, &plan);
         stream_append(&o, &body);
         for (size_t c = 0; c < n_columns; c++) {
-                values_write(&body, columns[c], n, x);
+                values_write(&body, columns[c], n, x, k);
                 stream_append(&o, &body);
         }
         free(x);
