@@ -15,9 +15,11 @@
 
 #define HISTORY_MATCHERS_MAX 8
 #define HISTORY_LABEL_VALUE_MAX 64
-/* Points one range query may return over all its series (about 50 MB of
- * JSON): bounds the memory a single request can take. */
-#define HISTORY_POINTS_MAX 1000000
+/* Points one range query may return over all its series (about 100 MB of
+ * JSON), whatever the settings: bounds the memory a single request can
+ * take. Room for every core of the largest UltraServer at 1,000 points
+ * (1,152,000); the HTTP default (max_query_points) is lower. */
+#define HISTORY_POINTS_MAX 2000000
 
 enum history_agg {
         HISTORY_AGG_AVG,

@@ -242,7 +242,7 @@ static void query_range__store_cannot_answer__503_or_422(void **state) {
                NULL);
         f->history.error = -E2BIG;
         expect(f, "/api/v1/query_range?metric=neuron_device_up", 422,
-               "\"errorType\":\"execution\",\"error\":\"the query would return more than 1000000 points in all", NULL);
+               "\"errorType\":\"execution\",\"error\":\"the query would return more than 2000000 points in all", NULL);
 }
 
 /* The cost is counted before the store is asked: the running backend's

@@ -291,7 +291,8 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
                                   "cors_origin = https://grafana.example\n"
                                   "max_connections = 100\n"
                                   "connection_timeout = 1m\n"
-                                  "max_header_bytes = 4096\n");
+                                  "max_header_bytes = 4096\n"
+                                  "max_query_points = 1200000\n");
         char *argv[] = { "neurond", "--config", path, NULL };
         struct settings s;
         char err[256];
@@ -306,6 +307,7 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
         assert_int_equal(s.max_connections, 100);
         assert_int_equal(s.connection_timeout_ms, 60000);
         assert_int_equal(s.max_header_bytes, 4096);
+        assert_int_equal(s.max_query_points, 1200000);
         unlink(path);
 
         static const struct config_case cases[] = {
@@ -316,6 +318,7 @@ static void settings_load__http_keys__parsed_and_checked(void **state) {
                 { "max_connections = lots\n", ":1: max_connections: 'lots'" },
                 { "connection_timeout = 500ms\n", ":1: connection_timeout: '500ms'" },
                 { "max_header_bytes = 99999999\n", ":1: max_header_bytes: '99999999'" },
+                { "max_query_points = 2000001\n", ":1: max_query_points: '2000001'" },
         };
         expect_config_errors(cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -209,20 +209,41 @@ static void store_open__newer_schema__eprotonosupport(void **state) {
         assert_null(s);
 }
 
-/* Series times buckets past the budget is refused before anything is read. */
-static void store_query_range__too_many_points__e2big(void **state) {
+/* Series times buckets past the budget is refused before anything is
+ * read; within it, every physical core of trn3-gen2-ultraserver (144
+ * devices of 8) at 1,000 points each is answered. */
+static void store_query_range__points_budget__every_core_fits_more_e2big(void **state) {
+        enum { CORES = 144 * 8 };
         struct fixture *f = *state;
-        struct store *s = open_store(f->path);
-        double values[] = { 0.5, 0.75, 1 };
-        uint8_t valid[] = { 1, 1, 1 };
-        assert_int_equal(store_append(s, 5000, values, valid, 3), 0);
+        struct store *s = NULL;
+        struct series_desc *cores = calloc(CORES, sizeof(*cores));
+        double *values = calloc(CORES, sizeof(*values));
+        uint8_t *valid = calloc(CORES, 1);
+        assert_non_null(cores);
+        assert_non_null(values);
+        assert_non_null(valid);
+        for (int i = 0; i < CORES; i++) {
+                cores[i].metric = METRIC_CORE_PHYSICAL_UTILIZATION;
+                snprintf(cores[i].label_values[0], sizeof(cores[i].label_values[0]), "%d", i / 8);
+                snprintf(cores[i].label_values[1], sizeof(cores[i].label_values[1]), "%d", i % 8 / 2);
+                snprintf(cores[i].label_values[2], sizeof(cores[i].label_values[2]), "%d", i % 8);
+                values[i] = 0.5;
+                valid[i] = 1;
+        }
+        assert_int_equal(store_open(f->path, &s), 0);
+        assert_int_equal(store_register_series(s, cores, CORES), 0);
+        assert_int_equal(store_append(s, 5000, values, valid, CORES), 0);
 
-        /* Two utilization series: half the budget each fits, more does not. */
-        int64_t buckets = HISTORY_POINTS_MAX / 2;
         struct history_query q = {
-                .metric = METRIC_CORE_UTILIZATION, .start_ms = 0, .end_ms = (buckets - 1) * 1000, .step_ms = 1000
+                .metric = METRIC_CORE_PHYSICAL_UTILIZATION, .start_ms = 0, .end_ms = 999 * 1000, .step_ms = 1000
         };
         struct history_result *r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), 0);
+        assert_int_equal(r->n_series, CORES);
+        history_result_free(r);
+        /* The most buckets that fit, then one more. */
+        q.end_ms = (HISTORY_POINTS_MAX / CORES - 1) * 1000;
+        r = NULL;
         assert_int_equal(store_query_range(s, &q, &r), 0);
         history_result_free(r);
         q.end_ms += 1000;
@@ -230,6 +251,9 @@ static void store_query_range__too_many_points__e2big(void **state) {
         assert_int_equal(store_query_range(s, &q, &r), -E2BIG);
         assert_null(r);
         store_close(s);
+        free(cores);
+        free(values);
+        free(valid);
 }
 
 /* Counts its calls; says "give up" from the second on. */
@@ -306,7 +330,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_open__earlier_label_names__history_continues, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_register_series__empty_label__same_series_as_without, setup,
                                                 teardown),
-                cmocka_unit_test_setup_teardown(store_query_range__too_many_points__e2big, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__points_budget__every_core_fits_more_e2big, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__cancelled__ecanceled, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__wrong_count__einval, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_rollup_due__hour_ended__true_once, setup, teardown),
