@@ -118,9 +118,13 @@ int model_options_parse(const struct collector_args *args, struct model_options 
         }
 done:
         if (o.node >= 0 && o.instance->servers < 2) {
+                /* trn3-gen1-ultraserver is an UltraServer whose hosts no source counts. */
                 snprintf(args->err, args->errlen,
-                         "model: node=%d needs an UltraServer of several hosts; %s is one host", o.node,
-                         o.instance->name);
+                         strstr(o.instance->name, "ultraserver")
+                                 ? "model: node=%d needs an UltraServer's hosts; no source gives how many %s has, "
+                                   "so it is modelled as one host"
+                                 : "model: node=%d needs an UltraServer of several hosts; %s is one host",
+                         o.node, o.instance->name);
                 return -EINVAL;
         }
         if (o.node >= 0 && (unsigned) o.node >= o.instance->servers) {

@@ -883,7 +883,7 @@ static void model_open__ultraserver_node__bad_nodes_and_faults_explain(void **st
                           "node 36 does not exist on trn3-gen2-ultraserver (0-35)");
         expect_open_error("model:trn2-ultraserver,node=4", "(0-3)");
         expect_open_error("model:trn1.32xlarge,node=0", "trn1.32xlarge is one host");
-        expect_open_error("model:trn3-gen1-ultraserver,node=0", "is one host");
+        expect_open_error("model:trn3-gen1-ultraserver,node=0", "no source gives how many trn3-gen1-ultraserver has");
         expect_open_error("model:trn3-gen2-ultraserver,node=-1", "not a node number");
         expect_open_error("model:trn3-gen2-ultraserver,node=1,fault=device_down:0", "not modelled on one node");
 }
