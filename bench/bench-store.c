@@ -18,14 +18,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <math.h>
-#include <sqlite3.h>
 
 #include "collectors/collector.h"
 #include "storage/precision.h"
@@ -83,6 +82,8 @@ static double time_query(struct store *s, const struct history_query *q, size_t 
 
 static double store_wall;
 
+/* One sample as an OpenMetrics line, its value as the store keeps it, so
+ * that Prometheus is given exactly what neurond stored. */
 static void openmetrics_sample(FILE *f, const struct series_desc *sd, int64_t ts, double v) {
         const struct metric_desc *m = &metric_table[sd->metric];
         if (m->type == METRIC_GAUGE)
