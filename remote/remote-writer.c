@@ -100,8 +100,9 @@ static bool stopping(const struct remote_writer *w) {
         return atomic_load(&w->set->stop);
 }
 
-/* Waits until woken, stopped or ms have passed. */
-static void writer_wait(struct remote_writer *w, int64_t ms) {
+/* Waits until stopped or ms have passed, or, if wakeable, woken (a new
+ * tick stored). */
+static void writer_wait(struct remote_writer *w, int64_t ms, bool wakeable) {
         struct timespec until;
 
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -109,7 +110,7 @@ static void writer_wait(struct remote_writer *w, int64_t ms) {
         until.tv_sec += ms / 1000 + ns / 1000000000;
         until.tv_nsec = ns % 1000000000;
         pthread_mutex_lock(&w->lock);
-        while (!w->woken && !stopping(w))
+        while (!(wakeable && w->woken) && !stopping(w))
                 if (pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT)
                         break;
         w->woken = false;
@@ -523,10 +524,15 @@ static void *writer_main(void *arg) {
                                 read_errors = 0;
                         }
                 }
-                if (w->body && !stopping(w))
+                /* A backoff is waited out whole: ticks arrive every
+                 * interval, and would otherwise hasten every retry. */
+                bool backoff = false;
+                if (w->body && !stopping(w)) {
                         wait_ms = send_batch(w);
+                        backoff = wait_ms > 0;
+                }
                 if (wait_ms > 0)
-                        writer_wait(w, wait_ms);
+                        writer_wait(w, wait_ms, !backoff);
         }
         return NULL;
 }

@@ -339,6 +339,10 @@ static void remote_set__self_metrics__carried_with_the_endpoint_label(void **sta
         assert_true(behind);
 }
 
+static bool retried_once(const struct forward_stats *st) {
+        return st->retries >= 1;
+}
+
 static bool retried_twice(const struct forward_stats *st) {
         return st->retries >= 2;
 }
@@ -376,6 +380,31 @@ static void remote_set__429_with_retry_after__retried(void **state) {
         assert_ticks_once(fx, 1, 2);
         assert_int_equal(stats(fx).retries, 1);
         assert_int_equal(stats(fx).samples_failed, 0);
+}
+
+/* Ticks wake the writer: during a backoff they must not bring the retry
+ * forward, or a receiver that is down gets a request every interval. */
+static void remote_set__ticks_during_a_backoff__retry_waits_for_it(void **state) {
+        struct fixture *fx = *state;
+
+        fx->e.min_backoff_ms = 3000;
+        fx->e.max_backoff_ms = 3000;
+        fx->rx.script[0] = 503;
+        fx->rx.n_script = 1;
+        add_ticks(fx, 1, 1);
+        start_from_first(fx);
+        wait_stats(fx, retried_once);
+        for (int t = 2; t <= 11; t++) {
+                add_ticks(fx, t, 1);
+                usleep(20000);
+        }
+        pthread_mutex_lock(&fx->rx.lock);
+        unsigned requests = fx->rx.requests;
+        pthread_mutex_unlock(&fx->rx.lock);
+        assert_int_equal(requests, 1);
+        wait_sent(fx, 11 * N_SERIES);
+        assert_ticks_once(fx, 1, 11);
+        assert_int_equal(stats(fx).retries, 1);
 }
 
 static bool sent_all_but_one_tick(const struct forward_stats *st) {
@@ -590,6 +619,8 @@ int main(void) {
                                                 teardown),
                 cmocka_unit_test_setup_teardown(remote_set__5xx_then_2xx__the_same_body_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(remote_set__429_with_retry_after__retried, setup, teardown),
+                cmocka_unit_test_setup_teardown(remote_set__ticks_during_a_backoff__retry_waits_for_it, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(remote_set__4xx__batch_dropped_and_counted, setup, teardown),
                 cmocka_unit_test_setup_teardown(remote_set__receiver_down__outage_replayed_once_in_order, setup,
                                                 teardown),
