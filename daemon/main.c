@@ -560,12 +560,6 @@ int main(int argc, char **argv) {
         d.argc = argc;
         d.argv = argv;
         log_init(d.settings.log_level);
-        /* libcurl's global state, before any thread starts. */
-        if (remote_global_init() < 0) {
-                log_error("initialising libcurl failed");
-                settings_free(&d.settings);
-                return EXIT_FAILURE;
-        }
         snapshot_slot_init(&d.latest);
         pod_slot_init(&d.pods);
 

@@ -17,8 +17,7 @@
  * The writer never touches the tick loop or the HTTP server: ticks go on
  * while a receiver is down, and /metrics reads only its counters.
  *
- * Threading: remote_global_init() before any thread starts; a writer's
- * functions may be called from any thread. */
+ * Threading: a writer's functions may be called from any thread. */
 #pragma once
 
 #include <limits.h>
@@ -92,8 +91,8 @@ int remote_parse_labels(const char *text, struct remote_labels *ret, char *why, 
  * read. Returns 0, or -EINVAL with the reason in err. */
 int remote_endpoint_check(const struct remote_endpoint *e, char *err, size_t errlen);
 
-/* libcurl's global state; once, before any thread starts. */
-int remote_global_init(void);
+/* Releases libcurl's global state, if a writer loaded libcurl; at exit,
+ * once every set is stopped. */
 void remote_global_cleanup(void);
 
 /* Every endpoint's writer. */

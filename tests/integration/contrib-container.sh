@@ -13,8 +13,9 @@ enter_mount_namespace net
 containerfile=$top_srcdir/contrib/container/Containerfile
 
 # The final stage's packages against the libraries neurond needs
-# (readelf's NEEDED, and gRPC's, which it loads for pod labels; found by
-# ldd or ldconfig, owned per dpkg; the C library is in every Debian image).
+# (readelf's NEEDED, and those it loads when first needed: gRPC's for pod
+# labels, libcurl for remote write; found by ldd or ldconfig, owned per
+# dpkg; the C library is in every Debian image).
 packages=$(/usr/bin/python3 - "$containerfile" <<'PY'
 import re, shlex, sys
 text = re.sub(r"\\\n", " ", open(sys.argv[1]).read())
@@ -26,9 +27,9 @@ for command in re.split(r"&&|;|\n", final):
 PY
 )
 [ -n "$packages" ] || fail "no apt-get install in the Containerfile's final stage"
-grpc=$(sed -n 's/^#define GRPC_SONAME "\(.*\)"/\1/p' "$top_builddir/config.h")
-[ -n "$grpc" ] || fail "no GRPC_SONAME in config.h"
-for lib in $(readelf -d "$NEUROND_BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p') "$grpc"; do
+loaded=$(sed -n 's/^#define [A-Z]*_SONAME "\(.*\)"/\1/p' "$top_builddir/config.h")
+[ "$(echo "$loaded" | wc -w)" -eq 2 ] || fail "config.h does not name gRPC's library and libcurl: $loaded"
+for lib in $(readelf -d "$NEUROND_BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p') $loaded; do
         path=$( (ldd "$NEUROND_BIN"; ldconfig -p | sed 's/ (.*) / /') | awk -v l="$lib" '$1 == l { print $3; exit }')
         owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null ||
                 dpkg -S "/usr$path" 2>/dev/null) || fail "no Debian package owns $lib ($path)"

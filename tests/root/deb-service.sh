@@ -5,6 +5,8 @@
 # - neurond.service, which the package enabled, is active under a dynamic
 #   user with its database in /var/lib/private/neurond, and / and /metrics
 #   answer;
+# - a remote write endpoint: libcurl, which the daemon loads only then, is
+#   installed and sends requests;
 # - the README's TLS recipe: a certificate, key and password file that stay
 #   root's, handed to the service with LoadCredential=, and listen = :9710:
 #   HTTPS with basic auth answers on 127.0.0.1 and ::1, 401 without the
@@ -68,6 +70,19 @@ in_container '
   curl -fsS --max-time 10 http://127.0.0.1:9710/ | grep "<title>" >/dev/null
   curl -fsS --max-time 10 http://127.0.0.1:9710/metrics | grep "^neuroncore_utilization_ratio{" >/dev/null
   echo "ok: it serves / and /metrics on 127.0.0.1:9710, its database in /var/lib/private/neurond"'
+
+echo "+ remote write, whose libcurl the daemon loads only when an endpoint is configured"
+in_container '
+  cp /etc/neurond/neurond.conf /tmp/neurond.conf.orig
+  printf "%s\n" "[remote_write local]" "url = http://127.0.0.1:9/api/v1/write" >>/etc/neurond/neurond.conf
+  systemctl restart neurond.service'
+# Nothing listens on port 9: every request gets no answer and is retried.
+wait_container 'curl -fsS --max-time 5 http://127.0.0.1:9710/metrics |
+  grep -q "^neurond_remote_write_retries_total{endpoint=\"local\"} [1-9]"'
+in_container '
+  cp /tmp/neurond.conf.orig /etc/neurond/neurond.conf
+  systemctl restart neurond.service
+  echo "ok: with a remote write endpoint, the package'"'"'s libcurl sends requests (refused, retried)"'
 
 echo "+ the README's TLS recipe: LoadCredential= and listen = :9710"
 in_container '
