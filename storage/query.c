@@ -52,14 +52,23 @@ struct agg {
         bool have_prev;
         int64_t prev_ts;
         double prev_v;
+        /* The bucket the last cell went to, [bucket_start, bucket_end):
+         * cells come in time order, many to a bucket, so a division is
+         * needed only when one leaves it. */
+        size_t bucket;
+        int64_t bucket_start, bucket_end;
 };
 
-static void agg_cell(struct agg *a, int64_t ts, const struct rollup_cell *c) {
-        if (ts < a->first || ts > a->q->end_ms)
-                return;
-        size_t b = (size_t) ((ts - a->first) / a->q->step_ms);
-        if (b < a->n_buckets)
-                rollup_cell_merge(&a->cells[b], c);
+static inline void agg_cell(struct agg *a, int64_t ts, const struct rollup_cell *c) {
+        if (ts < a->bucket_start || ts >= a->bucket_end) {
+                if (ts < a->first || ts > a->q->end_ms)
+                        return;
+                a->bucket = (size_t) ((ts - a->first) / a->q->step_ms);
+                a->bucket_start = a->first + (int64_t) a->bucket * a->q->step_ms;
+                a->bucket_end = a->bucket_start + a->q->step_ms;
+        }
+        if (a->bucket < a->n_buckets && ts <= a->q->end_ms)
+                rollup_cell_merge(&a->cells[a->bucket], c);
 }
 
 /* One sample (ts ascending). With rate, the increase since the previous
@@ -250,18 +259,21 @@ static int read_rollups(struct reader *rd, int64_t id, struct agg *a, int64_t fr
                         n = chunk_decode(data, size, to, rd->ts, rd->col, rd->columns);
                 if (r == 0 && n < 0)
                         r = n;
+                const double *min = rd->col[ROLLUP_MIN], *max = rd->col[ROLLUP_MAX], *sum = rd->col[ROLLUP_SUM],
+                             *count = rd->col[ROLLUP_COUNT], *last = rd->col[ROLLUP_LAST];
                 for (int i = 0; r == 0 && i < n; i++) {
-                        if (rd->ts[i] < from)
+                        if (rd->ts[i] < from || count[i] <= 0)
                                 continue;
                         /* Only the columns decoded are read by the aggregate. */
-                        struct rollup_cell c = {
-                                .min = rd->col[ROLLUP_MIN][i],
-                                .max = rd->col[ROLLUP_MAX][i],
-                                .sum = rd->col[ROLLUP_SUM][i],
-                                .count = (int64_t) rd->col[ROLLUP_COUNT][i],
-                                .last = rd->col[ROLLUP_LAST][i],
-                        };
-                        feed_cell(a, rd->ts[i], res, &c);
+                        struct rollup_cell c = { .min = min[i],
+                                                 .max = max[i],
+                                                 .sum = sum[i],
+                                                 .count = (int64_t) count[i],
+                                                 .last = last[i] };
+                        if (a->q->rate)
+                                feed_cell(a, rd->ts[i], res, &c);
+                        else
+                                agg_cell(a, rd->ts[i], &c);
                 }
         }
         if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)

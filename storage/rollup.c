@@ -21,20 +21,6 @@ void rollup_cell_add(struct rollup_cell *c, double v) {
         c->count++;
 }
 
-void rollup_cell_merge(struct rollup_cell *into, const struct rollup_cell *c) {
-        if (c->count == 0)
-                return;
-        if (into->count == 0) {
-                *into = *c;
-                return;
-        }
-        into->min = fmin(into->min, c->min);
-        into->max = fmax(into->max, c->max);
-        into->sum += c->sum;
-        into->last = c->last;
-        into->count += c->count;
-}
-
 double rollup_cell_value(const struct rollup_cell *c, enum history_agg agg) {
         switch (agg) {
         case HISTORY_AGG_MIN:
