@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -14,6 +13,7 @@
 
 #include "kube/podres.h"
 #include "kube/podresources.pb-c.h"
+#include "lib/dynlib.h"
 
 /* How often a call in flight looks at the stop flag. */
 #define PODRES_STOP_POLL_MS 50
@@ -62,26 +62,18 @@ static bool grpc_started;
 /* Loads gRPC's library (once; it stays) and starts it. Returns 0, or
  * -ENOPKG with the reason in err. */
 static int start_grpc(char *err, size_t errlen) {
+#define GRPC_SYMBOL(name) { #name, (void **) &g.name },
+        static const struct dynlib_symbol symbols[] = { GRPC_FUNCTIONS(GRPC_SYMBOL) };
+#undef GRPC_SYMBOL
         static void *library;
 
         if (grpc_started)
                 return 0;
-        if (!library) {
-                void *l = dlopen(GRPC_SONAME, RTLD_NOW | RTLD_LOCAL);
-                if (!l) {
-                        snprintf(err, errlen, "gRPC's library: %s", dlerror());
-                        return -ENOPKG;
-                }
-#define GRPC_LOAD(name)                                                                                                \
-        if (!(*(void **) &g.name = dlsym(l, #name))) {                                                                 \
-                snprintf(err, errlen, "gRPC's library %s has no %s", GRPC_SONAME, #name);                              \
-                dlclose(l);                                                                                            \
-                return -ENOPKG;                                                                                        \
-        }
-                GRPC_FUNCTIONS(GRPC_LOAD)
-#undef GRPC_LOAD
-                library = l;
-        }
+        if (!library)
+                library = dynlib_load(GRPC_SONAME, "gRPC's library", symbols, sizeof(symbols) / sizeof(symbols[0]), err,
+                                      errlen);
+        if (!library)
+                return -ENOPKG;
         g.grpc_init();
         grpc_started = true;
         return 0;

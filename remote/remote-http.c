@@ -4,13 +4,13 @@
  * rewrite the calls through the pointers below. */
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/dynlib.h"
 #include "remote/remote-internal.h"
 
 /* The part of a response body kept for the log: receivers say why they
@@ -51,28 +51,19 @@ static bool curl_started;
 /* Loads libcurl (once; it stays) and starts it. Returns 0, or -ENOPKG or
  * -EIO with the reason in err. */
 static int start_curl(char *err, size_t errlen) {
+#define CURL_SYMBOL(name) { #name, (void **) &curl.name },
+        static const struct dynlib_symbol symbols[] = { CURL_FUNCTIONS(CURL_SYMBOL) };
+#undef CURL_SYMBOL
         static void *library;
         int r = 0;
 
         pthread_mutex_lock(&curl_lock);
+        if (!library)
+                library = dynlib_load(CURL_SONAME, "remote write's libcurl", symbols,
+                                      sizeof(symbols) / sizeof(symbols[0]), err, errlen);
         if (!library) {
-                void *l = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-                if (!l) {
-                        snprintf(err, errlen, "remote write needs libcurl: %s", dlerror());
-                        r = -ENOPKG;
-                }
-#define CURL_LOAD(name)                                                                                                \
-        if (r == 0 && !(*(void **) &curl.name = dlsym(l, #name))) {                                                    \
-                snprintf(err, errlen, "libcurl %s has no %s", CURL_SONAME, #name);                                     \
-                dlclose(l);                                                                                            \
-                r = -ENOPKG;                                                                                           \
-        }
-                CURL_FUNCTIONS(CURL_LOAD)
-#undef CURL_LOAD
-                if (r == 0)
-                        library = l;
-        }
-        if (r == 0 && !curl_started) {
+                r = -ENOPKG;
+        } else if (!curl_started) {
                 curl_started = curl.curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
                 if (!curl_started) {
                         snprintf(err, errlen, "libcurl: initialising it failed");
