@@ -63,12 +63,16 @@ static inline void agg_cell(struct agg *a, int64_t ts, const struct rollup_cell 
         if (ts < a->bucket_start || ts >= a->bucket_end) {
                 if (ts < a->first || ts > a->q->end_ms)
                         return;
-                a->bucket = (size_t) ((ts - a->first) / a->q->step_ms);
-                a->bucket_start = a->first + (int64_t) a->bucket * a->q->step_ms;
+                size_t b = (size_t) ((ts - a->first) / a->q->step_ms);
+                if (b >= a->n_buckets)
+                        return;
+                a->bucket = b;
+                a->bucket_start = a->first + (int64_t) b * a->q->step_ms;
                 a->bucket_end = a->bucket_start + a->q->step_ms;
+                if (a->bucket_end > a->q->end_ms)
+                        a->bucket_end = a->q->end_ms + 1;
         }
-        if (a->bucket < a->n_buckets && ts <= a->q->end_ms)
-                rollup_cell_merge(&a->cells[a->bucket], c);
+        rollup_cell_merge(&a->cells[a->bucket], c);
 }
 
 /* One sample (ts ascending). With rate, the increase since the previous
@@ -262,7 +266,7 @@ static int read_rollups(struct reader *rd, int64_t id, struct agg *a, int64_t fr
                 const double *min = rd->col[ROLLUP_MIN], *max = rd->col[ROLLUP_MAX], *sum = rd->col[ROLLUP_SUM],
                              *count = rd->col[ROLLUP_COUNT], *last = rd->col[ROLLUP_LAST];
                 for (int i = 0; r == 0 && i < n; i++) {
-                        if (rd->ts[i] < from || count[i] <= 0)
+                        if (rd->ts[i] < from)
                                 continue;
                         /* Only the columns decoded are read by the aggregate. */
                         struct rollup_cell c = { .min = min[i],
