@@ -63,6 +63,20 @@ def check_file(run, raw_retained=False):
     return samples
 
 
+def wait_exit(p, bound, what, log):
+    """Seconds until p, sent SIGTERM, exits 0; fails after bound."""
+    t0 = time.monotonic()
+    try:
+        rc = p.wait(timeout=bound)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        fail(f"{what}: no exit within {bound} s of SIGTERM", log)
+    if rc != 0:
+        fail(f"{what}: exit status {rc} after SIGTERM", log)
+    return time.monotonic() - t0
+
+
 landed = 0
 for run in range(RUNS):
     if landed == WANTED:
@@ -96,16 +110,7 @@ for run in range(RUNS):
     p.send_signal(signal.SIGTERM)
     with open(log) as f:
         mid = f"tick {tick}: stored with its rollup" not in f.read()
-    t0 = time.monotonic()
-    try:
-        rc = p.wait(timeout=exit_bound)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        fail(f"run {run}: no exit within {exit_bound} s of SIGTERM", log)
-    took = time.monotonic() - t0
-    if rc != 0:
-        fail(f"run {run}: exit status {rc} after SIGTERM", log)
+    took = wait_exit(p, exit_bound, f"run {run}", log)
     text = open(log).read()
     stored = text.find(f"tick {tick}: stored with its rollup")
     stopping = text.find("received SIGTERM, stopping")
@@ -155,16 +160,7 @@ while pending() < 150:
     time.sleep(1)
 before = pending()
 p.send_signal(signal.SIGTERM)
-t0 = time.monotonic()
-try:
-    rc = p.wait(timeout=20)
-except subprocess.TimeoutExpired:
-    p.kill()
-    p.wait()
-    fail(f"backlog: no exit within 20 s of SIGTERM with {before} hours pending", log)
-took = time.monotonic() - t0
-if rc != 0:
-    fail(f"backlog: exit status {rc} after SIGTERM", log)
+took = wait_exit(p, 20, f"backlog of {before} hours", log)
 samples = check_file("backlog", raw_retained=True)
 print(f"backlog: SIGTERM with {before} hours pending; exit 0 after {took:.1f} s, {pending()} left pending; "
       f"file intact, tiers agree over {samples} raw samples")
