@@ -311,7 +311,7 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                         s->compact_hour = hour;
                         s->compact_next_id = INT64_MIN;
                 }
-                if (budget > 0 && spent >= budget) {
+                if (spent >= budget) {
                         more = true;
                         break;
                 }
@@ -322,7 +322,7 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                 size_t visited = 0;
                 int rc = SQLITE_DONE;
                 sqlite3_bind_int64(series, 1, s->compact_next_id);
-                while (r == 0 && (budget == 0 || spent < budget) && (rc = sqlite3_step(series)) == SQLITE_ROW) {
+                while (r == 0 && spent < budget && (rc = sqlite3_step(series)) == SQLITE_ROW) {
                         int64_t id = sqlite3_column_int64(series, 0);
                         int m = metric_lookup((const char *) sqlite3_column_text(series, 1));
                         size_t samples = 0;

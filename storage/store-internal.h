@@ -212,10 +212,10 @@ int store_put_minutes(sqlite3_stmt *st, int64_t series_id, int64_t hour, const i
 int store_sort_samples(int64_t *ts, double *v, size_t *n);
 
 /* Compacts series of pending hours that ended before before_ms until about
- * budget samples were merged (0: no limit): each series' chunks of the
- * hour become one, its 1-minute and 1-hour rollups are computed from them,
- * and the hour stops being pending once every series is done. Inside the
- * caller's transaction; *ret_more (may be NULL) tells whether work remains. */
+ * budget samples were merged: each series' chunks of the hour become one,
+ * its 1-minute and 1-hour rollups are computed from them, and the hour
+ * stops being pending once every series is done. Inside the caller's
+ * transaction; *ret_more (may be NULL) tells whether work remains. */
 int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_more);
 
 /* ---- store-retention.c ---- */

@@ -11,10 +11,10 @@
 
 #define BACKOFF_MAX_TICKS 64
 /* Compaction at close stops after this long: a daemon that kept up has an
- * hour or two pending, compacted in about a second on the largest host,
- * but a backlog (a model run far faster than real time) would hold the
- * stop past systemd's TimeoutStopSec=20s. What is left stays pending for
- * the next start. */
+ * hour or two pending, and stops in under 3 s on the largest host, but a
+ * backlog (a model run far faster than real time) would hold the stop past
+ * systemd's TimeoutStopSec=20s. What is left stays pending for the next
+ * start. */
 #define CLOSE_COMPACT_MS 5000
 
 void store_options_init(struct store_options *o) {
