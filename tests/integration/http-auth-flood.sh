@@ -18,7 +18,7 @@ start_daemon --backend model:trn1.2xlarge --config "$TEST_TMP/auth.conf"
 [ "$(http_status /metrics -u prometheus:scrape-pw)" = 200 ] || fail "the right password before the flood"
 
 python3 - "$PORT" <<'PY' >"$TEST_TMP/flood.out" 2>&1 || fail "$(cat "$TEST_TMP/flood.out")"
-import base64, http.client, multiprocessing, os, sys, time
+import base64, http.client, multiprocessing, os, socket, struct, sys, time
 
 port = int(sys.argv[1])
 SECONDS = 30
@@ -29,6 +29,11 @@ def ask(source, credentials, timeout=10):
     token = base64.b64encode(credentials.encode()).decode()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
     try:
+        c.connect()
+        # Closed with a reset, not left in TIME_WAIT: the flood opens more
+        # connections in 30 s than there are ephemeral ports, and would take
+        # the ports that the tests running beside it need.
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.request("GET", "/metrics", headers={"Authorization": f"Basic {token}", "Accept-Encoding": "gzip"})
         r = c.getresponse()
         r.read()
