@@ -44,38 +44,46 @@ def ask(source, credentials, timeout=10):
         c.close()
 
 
-def flood(until, counts):
+def flood(until, answer):
+    counts = [0, 0, 0]  # 401, 503, anything else
     while time.monotonic() < until:
         status = ask("127.0.0.2", "prometheus:" + os.urandom(8).hex(), timeout=10)
-        with counts.get_lock():
-            counts[0 if status == 401 else 1 if status == 503 else 2] += 1
+        counts[0 if status == 401 else 1 if status == 503 else 2] += 1
+    answer.send(counts)
 
 
-def scrape(source, credentials, start, until, results):
+def scrape(source, credentials, start, until, answer):
+    results = []
     time.sleep(max(0.0, start - time.monotonic()))
     while time.monotonic() < until:
         tick = time.monotonic()
         results.append((ask(source, credentials), time.monotonic() - tick))
         time.sleep(max(0.0, 0.5 - (time.monotonic() - tick)))
+    answer.send(results)
+
+
+def start_process(target, *args):
+    """Starts target(*args, answer) in a process; returns the process and the
+    pipe end its answer comes from. Not multiprocessing's shared values: they
+    need /dev/shm, which a machine may lack or have full."""
+    answer, send_end = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=target, args=(*args, send_end))
+    process.start()
+    send_end.close()
+    return process, answer
 
 
 now = time.monotonic()
 until = now + SECONDS
-counts = multiprocessing.Array("i", 3)  # 401, 503, anything else
-flooders = [multiprocessing.Process(target=flood, args=(until, counts)) for _ in range(8)]
-for p in flooders:
-    p.start()
-with multiprocessing.Manager() as m:
-    first, second = m.list(), m.list()
-    scrapers = [
-        multiprocessing.Process(target=scrape, args=("127.0.0.1", "prometheus:scrape-pw", now + 1, until, first)),
-        multiprocessing.Process(target=scrape, args=("127.0.0.3", "grafana:graph-pw", now + SECONDS / 2, until, second)),
-    ]
-    for p in scrapers:
-        p.start()
-    for p in scrapers + flooders:
-        p.join()
-    first, second = list(first), list(second)
+flooders = [start_process(flood, until) for _ in range(8)]
+scrapers = [
+    start_process(scrape, "127.0.0.1", "prometheus:scrape-pw", now + 1, until),
+    start_process(scrape, "127.0.0.3", "grafana:graph-pw", now + SECONDS / 2, until),
+]
+counts = [sum(n) for n in zip(*(answer.recv() for _, answer in flooders))]
+first, second = (answer.recv() for _, answer in scrapers)
+for process, _ in flooders + scrapers:
+    process.join()
 problems = []
 for name, results in (("verified before the flood", first), ("first asking during the flood", second)):
     bad = [r for r in results if r[0] != 200]
@@ -85,7 +93,7 @@ for name, results in (("verified before the flood", first), ("first asking durin
         problems.append(f"scraper {name}: {bad[:5]} of {len(results)}")
 print(f"flood: {counts[0]} answered 401, {counts[1]} 503, {counts[2]} other")
 if counts[2] or counts[0] < 100:
-    problems.append(f"the flood was not refused as expected: {list(counts)}")
+    problems.append(f"the flood was not refused as expected: {counts}")
 for p in problems:
     print("FAIL:", p)
 sys.exit(1 if problems else 0)

@@ -41,7 +41,8 @@ paths = [query, query, "/metrics", "/api/v1/latest", "/api/v1/series"]
 until = time.monotonic() + seconds
 
 
-def reader(i, answers):
+def reader(i, answer):
+    answers = [0, 0]  # 200, other (503: no place for another query)
     while time.monotonic() < until:
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -50,13 +51,13 @@ def reader(i, answers):
         s.settimeout(30)
         try:
             head = s.recv(1024)
-            with answers.get_lock():
-                answers[0 if head.startswith(b"HTTP/1.1 200") else 1] += 1
+            answers[0 if head.startswith(b"HTTP/1.1 200") else 1] += 1
             while time.monotonic() < until and s.recv(1024):
                 time.sleep(0.5)
         except OSError:
             pass
         s.close()
+    answer.send(answers)
 
 
 def rss_mib():
@@ -65,10 +66,14 @@ def rss_mib():
             return int(line.split()[1]) / 1024
 
 
-answers = multiprocessing.Array("i", 2)  # 200, other (503: no place for another query)
-readers = [multiprocessing.Process(target=reader, args=(i, answers)) for i in range(40)]
-for r in readers:
-    r.start()
+# Each reader sends its counts through a pipe when it ends: multiprocessing's
+# shared values need /dev/shm, which a machine may lack or have full.
+readers = []
+for i in range(40):
+    answer, send_end = multiprocessing.Pipe(duplex=False)
+    readers.append((multiprocessing.Process(target=reader, args=(i, send_end)), answer))
+    readers[-1][0].start()
+    send_end.close()
 peak, failed, scrapes, next_scrape = 0, [], 0, 0.0
 while time.monotonic() < until:
     peak = max(peak, rss_mib())
@@ -81,8 +86,9 @@ while time.monotonic() < until:
         except OSError as e:
             failed.append(str(e))
     time.sleep(0.25)
-for r in readers:
-    r.join()
+answers = [sum(n) for n in zip(*(answer.recv() for _, answer in readers))]
+for process, _ in readers:
+    process.join()
 print(f"40 slow readers for {seconds:.0f} s: peak RSS {peak:.1f} MiB; answers begun: {answers[0]} 200, "
       f"{answers[1]} other; {scrapes} scrapes")
 assert not failed, f"scrapes failed: {failed[:5]}"

@@ -48,11 +48,10 @@ stop_at = time.monotonic() + seconds
 lock = threading.Lock()
 result = {"scrapes": [], "healthz": [], "rss_mib_max": 0}
 # The queries and the idle connections run in processes of their own, so
-# that the scrapes' timing does not include waits for Python's lock.
-queries_ok = multiprocessing.Value("i", 0)
-queries_refused = multiprocessing.Value("i", 0)  # 503: no place within the wait
-queries_other = multiprocessing.Value("i", 0)
-idle_reopened = multiprocessing.Value("i", 0)
+# that the scrapes' timing does not include waits for Python's lock. Each
+# sends its counts back through a pipe when it ends: multiprocessing's
+# shared values need POSIX semaphores in /dev/shm, which a machine may lack
+# or have full.
 
 
 def get(path, headers=None, timeout=10):
@@ -70,26 +69,25 @@ def get(path, headers=None, timeout=10):
     return status, time.monotonic() - start
 
 
-def querier():
+def querier(answer):
+    counts = {"200": 0, "503": 0, "other": 0}  # 503: no place within the wait
     while time.monotonic() < stop_at:
         status, _ = get(query_path, {"Accept-Encoding": "gzip"}, timeout=60)
-        counter = queries_ok if status == 200 else queries_refused if status == 503 else queries_other
-        with counter.get_lock():
-            counter.value += 1
+        counts[str(status) if status in (200, 503) else "other"] += 1
         if status != 200:
             time.sleep(0.5)
+    answer.send(counts)
 
 
-def idler():
-    held = []
+def idler(answer):
+    held, reopened = [], 0
     while time.monotonic() < stop_at:
         # Connections the server closed (its header timeout) are opened again.
         readable = select.select(held, [], [], 0)[0] if held else []
         for s in readable:
             held.remove(s)
             s.close()
-            with idle_reopened.get_lock():
-                idle_reopened.value += 1
+            reopened += 1
         while len(held) < n_idle:
             try:
                 held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
@@ -98,6 +96,7 @@ def idler():
         time.sleep(0.5)
     for s in held:
         s.close()
+    answer.send(reopened)
 
 
 def rss_mib():
@@ -116,10 +115,21 @@ def sampler():
         time.sleep(0.25)
 
 
-workers = [multiprocessing.Process(target=querier) for _ in range(n_queries)]
-workers += [multiprocessing.Process(target=idler), threading.Thread(target=sampler)]
-for w in workers:
-    w.start()
+def start_process(target):
+    """Starts target(answer) in a process; returns the pipe's end to read it from,
+    which raises EOFError if the process ends without an answer."""
+    answer, send_end = multiprocessing.Pipe(duplex=False)
+    workers.append(multiprocessing.Process(target=target, args=(send_end,)))
+    workers[-1].start()
+    send_end.close()
+    return answer
+
+
+workers = []
+query_answers = [start_process(querier) for _ in range(n_queries)]
+idle_answer = start_process(idler)
+workers.append(threading.Thread(target=sampler))
+workers[-1].start()
 time.sleep(1)  # the load first
 next_health = 0.0
 while time.monotonic() < stop_at:
@@ -130,8 +140,11 @@ while time.monotonic() < stop_at:
         result["healthz"].append(list(get("/healthz")))
         next_health = tick + 1
     time.sleep(max(0.0, 0.5 - (time.monotonic() - tick)))
+result["queries"] = {"200": 0, "503": 0, "other": 0}
+for answer in query_answers:
+    for status, n in answer.recv().items():
+        result["queries"][status] += n
+result["idle_reopened"] = idle_answer.recv()
 for w in workers:
     w.join()
-result["queries"] = {"200": queries_ok.value, "503": queries_refused.value, "other": queries_other.value}
-result["idle_reopened"] = idle_reopened.value
 print(json.dumps(result))
