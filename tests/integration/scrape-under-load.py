@@ -116,20 +116,19 @@ def sampler():
 
 
 def start_process(target):
-    """Starts target(answer) in a process; returns the pipe's end to read it from,
-    which raises EOFError if the process ends without an answer."""
+    """Starts target(answer) in a process; returns the process and the pipe
+    end its answer comes from (EOFError if it ends without one)."""
     answer, send_end = multiprocessing.Pipe(duplex=False)
-    workers.append(multiprocessing.Process(target=target, args=(send_end,)))
-    workers[-1].start()
+    process = multiprocessing.Process(target=target, args=(send_end,))
+    process.start()
     send_end.close()
-    return answer
+    return process, answer
 
 
-workers = []
-query_answers = [start_process(querier) for _ in range(n_queries)]
-idle_answer = start_process(idler)
-workers.append(threading.Thread(target=sampler))
-workers[-1].start()
+queriers = [start_process(querier) for _ in range(n_queries)]
+idle_process = start_process(idler)
+sampler_thread = threading.Thread(target=sampler)
+sampler_thread.start()
 time.sleep(1)  # the load first
 next_health = 0.0
 while time.monotonic() < stop_at:
@@ -141,10 +140,11 @@ while time.monotonic() < stop_at:
         next_health = tick + 1
     time.sleep(max(0.0, 0.5 - (time.monotonic() - tick)))
 result["queries"] = {"200": 0, "503": 0, "other": 0}
-for answer in query_answers:
+for _, answer in queriers:
     for status, n in answer.recv().items():
         result["queries"][status] += n
-result["idle_reopened"] = idle_answer.recv()
-for w in workers:
-    w.join()
+result["idle_reopened"] = idle_process[1].recv()
+for process, _ in queriers + [idle_process]:
+    process.join()
+sampler_thread.join()
 print(json.dumps(result))
