@@ -150,7 +150,7 @@ void store_close(struct store *s) {
                 bool more = true;
                 int r = store_close_out_recent(s);
                 while (r == 0 && more && clock_monotonic_ms() < deadline)
-                        r = store_compact(s, INT64_MAX, COMPACT_SAMPLES_PER_TICK, &more);
+                        r = store_compact(s, INT64_MAX, COMPACT_SLICE_SAMPLES, &more);
                 sql_exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK");
                 sql_exec(s->db, "PRAGMA incremental_vacuum");
         }
