@@ -45,7 +45,12 @@ static void healthz__fresh_tick__200_with_age(void **state) {
         char body[256];
         assert_int_equal(healthz_status(100, true, body, sizeof(body)), 200);
         assert_non_null(strstr(body, "\"status\":\"ok\""));
-        assert_non_null(strstr(body, "\"last_tick_age_seconds\":0.1"));
+        /* At least the 100 ms it was made old; more by however long this
+         * process was descheduled (valgrind on a busy machine). */
+        const char *age = strstr(body, "\"last_tick_age_seconds\":");
+        assert_non_null(age);
+        double seconds = strtod(age + strlen("\"last_tick_age_seconds\":"), NULL);
+        assert_true(seconds >= 0.1 && seconds < 10);
 }
 
 static void healthz__stalled_loop__503(void **state) {
