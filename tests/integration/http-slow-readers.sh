@@ -24,7 +24,8 @@ start_daemon --backend model:trn2.48xlarge,seed=5,speed=100,lnc=1 --interval 1s
 sleep 15
 tries=60
 while :; do
-  window=$(http /api/v1/status |
+  status=$(http /api/v1/status) || fail "/api/v1/status got no answer"
+  window=$(echo "$status" |
     python3 -c "import json, sys; d = json.load(sys.stdin)['data']; print(f\"start={d['started']}&end={d['last_tick']}\")")
   query="/api/v1/query_range?metric=neuroncore_utilization_ratio&$window&step=1s"
   bytes=$(curl -sS --max-time 60 "$URL$query" | wc -c)
