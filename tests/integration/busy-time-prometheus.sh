@@ -8,15 +8,14 @@
 # last scrape, as the REST API stores them. avg_over_time() of the gauge,
 # which sees one tick in fifteen, is printed beside it for comparison.
 . "$(dirname "$0")/lib.sh"
-need curl prometheus python3
+. "$(dirname "$0")/receivers.sh"
 
 # A scrape every 10 s at speed=1.5 under valgrind: still 15 s of model time.
 scrape=$SLOW
 start_daemon --backend "model:trn1.32xlarge,scenario=inference,seed=12,speed=$((15 / scrape)).$((15 % scrape))" \
   --interval 1s
 
-prom_port=$(free_port)
-cat >"$TEST_TMP/prometheus.yml" <<YML
+cat >"$TEST_TMP/prom.yml" <<YML
 global:
   scrape_interval: ${scrape}s
   scrape_timeout: ${scrape}s
@@ -25,25 +24,15 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
-start_helper prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1
-PROM_PID=$HELPER_PID
-prom="http://127.0.0.1:$prom_port"
+start_prometheus_receiver prom
 
 scrapes() {
-  curl -sS --max-time 10 --get --data-urlencode "query=count_over_time(up{job=\"neurond\"}[$((45 * scrape))s])" \
-    "$prom/api/v1/query" 2>/dev/null | python3 -c '
-import json, sys
-try:
-    r = json.load(sys.stdin)["data"]["result"]
-except ValueError:  # not answering yet
-    r = []
-print(r[0]["value"][1] if r else 0)'
+  rx_value prom "count_over_time(up{job=\"neurond\"}[$((45 * scrape))s])"
 }
-enough_scrapes() { [ "$(scrapes || echo 0)" -ge 40 ]; }
-wait_until 120 enough_scrapes || fail "Prometheus made $(scrapes) scrapes, expected 40; $(tail -n 5 "$TEST_TMP/prometheus.log")"
+enough_scrapes() { [ "$(scrapes)" -ge 40 ] 2>/dev/null; }
+wait_until 120 enough_scrapes || fail "Prometheus made $(scrapes) scrapes, expected 40; $(tail -n 5 "$TEST_TMP/prom.log")"
 
-python3 - "$URL" "$prom" "$scrape" <<'PY' || fail "Prometheus's rate() of busy time is not the mean utilization (above)"
+python3 - "$URL" "$(receiver_url prom)" "$scrape" <<'PY' || fail "Prometheus's rate() of busy time is not the mean utilization (above)"
 import json, sys, time, urllib.parse, urllib.request
 
 neurond, prom, scrape = sys.argv[1:]
@@ -105,6 +94,5 @@ if err_rate:
           f"at most {max(err_naive):.3f}")
 sys.exit(1 if bad else 0)
 PY
-kill -TERM "$PROM_PID"
-wait_helper "$PROM_PID" || true
+stop_receiver prom
 stop_daemon

@@ -11,10 +11,8 @@
 # a runtime that exited leave Prometheus with it. Every /metrics passes
 # promtool check metrics.
 . "$(dirname "$0")/lib.sh"
-need curl
+. "$(dirname "$0")/receivers.sh"
 need promtool
-need prometheus
-need python3
 
 # speed=1: Prometheus stamps samples with its own clock, neurond with the
 # simulated one; at speed 1 they are one clock, so rates agree.
@@ -31,7 +29,6 @@ trn2_inference=$URL
 start_daemon redeploy --backend model:trn1.2xlarge,scenario=inference,seed=7,speed=720 --interval 1m
 redeploy=$URL
 
-prom_port=$(free_port)
 # Under a wrapper (valgrind) a scrape of the largest model takes longer
 # than a second: scrape every 4 s then, not 5, which would see the 5 s
 # redeploy cycle at the same point every time.
@@ -43,27 +40,15 @@ scrape=1
     eval "url=\$$job"
     printf '  - job_name: %s\n    static_configs:\n      - targets: ["%s"]\n' "$job" "${url#http://}"
   done
-} >"$TEST_TMP/prometheus.yml"
-start_helper prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1
-PROM_PID=$HELPER_PID
-prom="http://127.0.0.1:$prom_port"
+} >"$TEST_TMP/prom.yml"
+start_prometheus_receiver prom
+prom=$(receiver_url prom)
 
-# query EXPR: the first result's value, or empty (also while Prometheus starts).
-query() {
-  { curl -s --max-time 10 --get --data-urlencode "query=$1" "$prom/api/v1/query" || true; } | python3 -c '
-import json, sys
-try:
-    r = json.load(sys.stdin)["data"]["result"]
-except ValueError:
-    r = []
-print(r[0]["value"][1] if r else "")'
-}
 # A full rate window of successful scrapes for every target.
 window_full() {
-  [ "$(query 'min(sum_over_time(up[1m]))')" -ge $((55 / scrape)) ] 2>/dev/null
+  [ "$(rx_value prom 'min(sum_over_time(up[1m]))')" -ge $((55 / scrape)) ] 2>/dev/null
 }
-wait_until 120 window_full || fail "Prometheus did not scrape every target for a minute: $(tail -n 5 "$TEST_TMP/prometheus.log")"
+wait_until 120 window_full || fail "Prometheus did not scrape every target for a minute: $(tail -n 5 "$TEST_TMP/prom.log")"
 
 for job in trn1_training trn1_inference trn2_training trn2_inference redeploy; do
   eval "url=\$$job"
@@ -84,7 +69,7 @@ python3 "$top_srcdir/tests/integration/ecosystem-check.py" "$prom" trn1_training
 # now has the series of exactly the runtimes neurond lists, none of those
 # that exited.
 redeploys_seen() {
-  tags=$(query 'count(count by (runtime_tag) (last_over_time(neuron_runtime_info{job="redeploy"}[1m])))')
+  tags=$(rx_value prom 'count(count by (runtime_tag) (last_over_time(neuron_runtime_info{job="redeploy"}[1m])))')
   [ "${tags:-0}" -ge 4 ]
 }
 wait_until 30 redeploys_seen || fail "only '$tags' runtimes seen in a minute of redeploys"
@@ -109,8 +94,7 @@ print(f"FAIL  Prometheus has {seen} ({with_status} with counters), neurond lists
 sys.exit(1)
 PY
 
-kill -TERM "$PROM_PID"
-wait_helper "$PROM_PID" || true
+stop_receiver prom
 for job in trn1_training trn1_inference trn2_training trn2_inference redeploy; do
   stop_daemon "$job"
 done

@@ -3,11 +3,8 @@
 # way README.md tells users to set it up, every second for 32 s; then its
 # own API must show up == 1 and every core's neuroncore_utilization_ratio.
 . "$(dirname "$0")/lib.sh"
-need curl
+. "$(dirname "$0")/receivers.sh"
 need openssl
-need prometheus
-PYTHON=/usr/bin/python3
-[ -x "$PYTHON" ] || skip "python3 is not installed"
 make_tls_cert
 make_users_file "$TEST_TMP/users" prometheus scrape-pw
 printf 'scrape-pw\n' >"$TEST_TMP/password"
@@ -19,8 +16,7 @@ basic_auth_users = $TEST_TMP/users
 CONF
 start_daemon --backend model:trn1.32xlarge,seed=9 --config "$TEST_TMP/neurond.conf"
 
-prom_port=$(free_port)
-cat >"$TEST_TMP/prometheus.yml" <<YML
+cat >"$TEST_TMP/prom.yml" <<YML
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -35,31 +31,18 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
-start_helper prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1
-PROM_PID=$HELPER_PID
-prom="http://127.0.0.1:$prom_port"
-
-# query EXPR: the first result's value, or empty.
-query() {
-  curl -sS --max-time 10 --get --data-urlencode "query=$1" "$prom/api/v1/query" | "$PYTHON" -c '
-import json, sys
-r = json.load(sys.stdin)["data"]["result"]
-print(r[0]["value"][1] if r else "")'
-}
+start_prometheus_receiver prom
 
 sleep 32
-kill -0 "$PROM_PID" 2>/dev/null || fail "prometheus died: $(tail -n 5 "$TEST_TMP/prometheus.log")"
-up=$(query 'up{job="neurond"}')
-[ "$up" = 1 ] || fail "up is '$up'; targets: $(curl -sS --max-time 10 "$prom/api/v1/targets")"
-cores=$(query 'count(count by (neuron_device, neuroncore) (neuroncore_utilization_ratio{job="neurond"}))')
+up=$(rx_value prom 'up{job="neurond"}')
+[ "$up" = 1 ] || fail "up is '$up'; targets: $(curl -sS --max-time 10 "$(receiver_url prom)/api/v1/targets")"
+cores=$(rx_value prom 'count(count by (neuron_device, neuroncore) (neuroncore_utilization_ratio{job="neurond"}))')
 [ "$cores" = 32 ] || fail "Prometheus has $cores cores of neuroncore_utilization_ratio, expected 32"
-scrapes=$(query 'count_over_time(up{job="neurond"}[40s])')
+scrapes=$(rx_value prom 'count_over_time(up{job="neurond"}[40s])')
 [ "${scrapes:-0}" -ge 2 ] || fail "only '$scrapes' scrapes recorded"
 # The counter family arrived through OpenMetrics with its _total samples.
-dma=$(query 'count(neuron_device_dma_bytes_total{job="neurond"})')
+dma=$(rx_value prom 'count(neuron_device_dma_bytes_total{job="neurond"})')
 [ -n "$dma" ] && [ "$dma" -gt 0 ] || fail "no neuron_device_dma_bytes_total in Prometheus"
-kill -TERM "$PROM_PID"
-wait_helper "$PROM_PID" || true
+stop_receiver prom
 stop_daemon
 echo "PASS: up=1, $cores cores, $scrapes scrapes in 40 s"

@@ -6,9 +6,7 @@
 # drops a whole scrape for one label value that is not UTF-8), and
 # /metrics and the API must be valid UTF-8 with the bad bytes as U+FFFD.
 . "$(dirname "$0")/lib.sh"
-need curl
-need prometheus
-need python3
+. "$(dirname "$0")/receivers.sh"
 
 cp -R "$top_srcdir/tests/data/trn1" "$TEST_TMP/trn1"
 chmod -R u+w "$TEST_TMP/trn1"
@@ -19,9 +17,8 @@ printf 'trn1.\300\25732xl"arge\n' >"$arch/instance_type"
 printf 'SN\355\240\200-7\n' >"$TEST_TMP/trn1/devices/virtual/neuron_device/neuron0/info/serial_number"
 start_daemon --backend "sysfs:$TEST_TMP/trn1" --interval 500ms
 
-prom_port=$(free_port)
 # Every second (every ten under valgrind, where a scrape takes longer).
-cat >"$TEST_TMP/prometheus.yml" <<YML
+cat >"$TEST_TMP/prom.yml" <<YML
 global:
   scrape_interval: ${SLOW}s
   scrape_timeout: ${SLOW}s
@@ -30,19 +27,12 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
-start_helper prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$TEST_TMP/prometheus.log" 2>&1
-PROM_PID=$HELPER_PID
-query() {
-  curl -sS --max-time 10 --get --data-urlencode "query=$1" "http://127.0.0.1:$prom_port/api/v1/query" |
-    python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
+start_prometheus_receiver prom
 sleep $((12 * SLOW))
-kill -0 "$PROM_PID" 2>/dev/null || fail "prometheus died: $(tail -n 5 "$TEST_TMP/prometheus.log")"
-up=$(query "min_over_time(up{job=\"neurond\"}[$((10 * SLOW))s])")
-[ "$up" = 1 ] || fail "up was not 1 throughout: '$up'; $(curl -sS "http://127.0.0.1:$prom_port/api/v1/targets")"
-[ "$(query 'count(neurond_build_info{job="neurond",instance_type="trn1.\uFFFD\uFFFD32xl\"arge"})')" = 1 ] ||
-  fail "build_info's instance_type in Prometheus: $(query 'neurond_build_info')"
+up=$(rx_value prom "min_over_time(up{job=\"neurond\"}[$((10 * SLOW))s])")
+[ "$up" = 1 ] || fail "up was not 1 throughout: '$up'; $(curl -sS "$(receiver_url prom)/api/v1/targets")"
+[ "$(rx_value prom 'count(neurond_build_info{job="neurond",instance_type="trn1.\uFFFD\uFFFD32xl\"arge"})')" = 1 ] ||
+  fail "build_info's instance_type in Prometheus: $(rx_query prom 'neurond_build_info')"
 
 python3 - "$URL" <<'PY' || fail "answers: see above"
 import json, sys, urllib.request
@@ -53,7 +43,6 @@ device = json.loads(urllib.request.urlopen(url + "/api/v1/devices/0").read().dec
 assert device["name"] == "Train\ufffdium\ufffd\"1", device["name"]
 assert device["serial_number"] == "SN\ufffd\ufffd\ufffd-7", device["serial_number"]
 PY
-kill -TERM "$PROM_PID"
-wait_helper "$PROM_PID" || true
+stop_receiver prom
 stop_daemon
 echo "PASS: up stayed 1 with driver strings that are not UTF-8"
