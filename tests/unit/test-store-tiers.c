@@ -869,7 +869,9 @@ static void store_append__damaged_while_open__set_aside_with_the_ticks(void **st
         assert_false(st.degraded);
 
         damage_under_store(path);
-        for (int k = 0; k < 100 && !st.degraded; k++) {
+        /* Up to 30 s: the check runs in its own thread, which valgrind on a
+         * busy machine may not schedule for seconds. */
+        for (int k = 0; k < 600 && !st.degraded; k++) {
                 usleep(50 * 1000);
                 store_get_stats(s, &st);
         }
