@@ -1,7 +1,8 @@
-# Remote write receivers for the integration tests and benchmarks, sourced
-# after lib.sh; never run. Each receiver is a real server on 127.0.0.1 with
-# its data in $TEST_TMP/NAME: Debian's Prometheus with its remote write
-# receiver, or Debian's VictoriaMetrics. Both are stopped at exit (lib.sh's
+# Real Prometheus and VictoriaMetrics servers for the integration tests and
+# benchmarks, as remote write receivers or (Prometheus) scrapers, sourced
+# after lib.sh; never run. Each is a real server on 127.0.0.1 with its data
+# in $TEST_TMP/NAME: Debian's Prometheus with its remote write receiver, or
+# Debian's VictoriaMetrics. Both are stopped at exit (lib.sh's
 # helpers); stop_receiver and start_receiver again stop and restart one on
 # the same port and data, for outages.
 #
@@ -29,9 +30,9 @@ _rx_set() {
 }
 
 # start_prometheus_receiver NAME [FLAGS...]: Prometheus with
-# --web.enable-remote-write-receiver and no scrape jobs; FLAGS are added to
-# its command line. $TEST_TMP/NAME.yml is its configuration (written here
-# unless the test wrote one).
+# --web.enable-remote-write-receiver; FLAGS are added to its command line.
+# $TEST_TMP/NAME.yml is its configuration: a test that scrapes writes it
+# first with its scrape jobs; otherwise one without any is written here.
 start_prometheus_receiver() {
   need prometheus
   _name=$1
