@@ -50,6 +50,8 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .unit = "ratio",
                 .type = METRIC_GAUGE,
                 .labels = { "neuron_device", "neuroncore", "runtime_tag" },
+                .derive = DERIVE_MEAN,
+                .derived_from = METRIC_CORE_PHYSICAL_UTILIZATION,
         },
         [METRIC_CORE_BUSY_SECONDS] = {
                 .name = "neuroncore_busy_seconds_total",
@@ -57,6 +59,8 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .unit = "seconds",
                 .type = METRIC_COUNTER,
                 .labels = { "neuron_device", "neuroncore", "runtime_tag" },
+                .derive = DERIVE_INTEGRAL,
+                .derived_from = METRIC_CORE_UTILIZATION,
         },
         [METRIC_CORE_PHYSICAL_UTILIZATION] = {
                 .name = "neuroncore_physical_utilization_ratio",
@@ -209,6 +213,9 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .unit = "bytes",
                 .type = METRIC_COUNTER,
                 .labels = { "neuron_device", "peer_device", "peer_node" },
+                .derive = DERIVE_EQUAL,
+                .derived_from = METRIC_LINK_TX_BYTES,
+                .derived_labels = { "peer_device", "neuron_device" },
         },
         [METRIC_SYSTEM_VCPU_COUNT] = {
                 .name = "system_vcpu_count",

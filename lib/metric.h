@@ -123,12 +123,30 @@ extern const char *const metric_host_memory_names[HOST_MEM__COUNT];
 extern const char *const metric_percentile_names[METRIC_PERCENTILES];
 extern const double metric_percentiles[METRIC_PERCENTILES]; /* 0, 1, 25 ... 100 */
 
+/* How a family follows from another one, sample by sample: the store
+ * codes such a series' history as what the rule does not predict
+ * (storage/derive.h). */
+enum metric_derive {
+        DERIVE_NONE,
+        DERIVE_MEAN,     /* the mean of the source series (a logical core: its physical cores) */
+        DERIVE_INTEGRAL, /* metric_busy_us() of the source summed, in seconds */
+        DERIVE_EQUAL,    /* the source's value (what a link receives: what its peer sends) */
+};
+
 struct metric_desc {
         const char *name; /* exposition name; counters end in _total, info families in _info */
         const char *help;
         const char *unit; /* OpenMetrics unit ("bytes", "ratio") when the name ends in it, or NULL */
         enum metric_type type;
         const char *labels[METRIC_LABELS_MAX]; /* label names, unused slots NULL */
+        /* With derive set: the family of its sources, which are the series
+         * of that family whose labels match this one's: each label of this
+         * family equals the source family's label that derived_labels names
+         * in its place (NULL: the label of the same name, where the source
+         * family has one). */
+        enum metric_derive derive;
+        enum metric_id derived_from;
+        const char *derived_labels[METRIC_LABELS_MAX];
 };
 
 extern const struct metric_desc metric_table[METRIC__COUNT];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "storage/chunk.h"
+#include "storage/derive.h"
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
@@ -110,7 +111,8 @@ struct reader {
         const struct history_query *q;
         enum tier tier;
         unsigned columns; /* rollup columns the aggregate needs */
-        sqlite3_stmt *chunks, *head, *rollups;
+        sqlite3_stmt *chunks, *head, *rollups, *hour_chunk;
+        struct store_samples derived; /* a derived chunk's samples */
         size_t cap;
         int64_t *ts;
         double *col[ROLLUP__COLUMNS];
@@ -125,6 +127,8 @@ static void reader_done(struct reader *rd) {
         sqlite3_finalize(rd->chunks);
         sqlite3_finalize(rd->head);
         sqlite3_finalize(rd->rollups);
+        sqlite3_finalize(rd->hour_chunk);
+        store_samples_free(&rd->derived);
         free(rd->ts);
         for (int c = 0; c < ROLLUP__COLUMNS; c++)
                 free(rd->col[c]);
@@ -157,8 +161,16 @@ static void bind_range(sqlite3_stmt *st, int64_t id, int64_t from, int64_t to) {
         sqlite3_bind_int64(st, 3, to);
 }
 
-/* Feeds the samples of one raw chunk in [from, to]. */
-static int feed_chunk(struct reader *rd, struct agg *a, const uint8_t *data, size_t size, int64_t from, int64_t to) {
+/* Feeds the samples of one raw chunk of the hour in [from, to]. */
+static int feed_chunk(struct reader *rd, struct agg *a, int64_t hour, const uint8_t *data, size_t size, int64_t from,
+                      int64_t to) {
+        if (derive_is(data, size)) {
+                int n = store_decode_raw(rd->hour_chunk, hour, data, size, &rd->derived);
+                for (int i = 0; i < n && rd->derived.ts[i] <= to; i++)
+                        if (rd->derived.ts[i] >= from)
+                                agg_sample(a, rd->derived.ts[i], rd->derived.v[i]);
+                return n < 0 ? n : 0;
+        }
         int n = chunk_count(data, size, NULL);
         int r = n < 0 ? n : reader_reserve(rd, (size_t) n);
         if (r < 0)
@@ -188,7 +200,8 @@ static int read_raw(struct reader *rd, int64_t id, struct agg *a, int64_t from, 
                                    (rc_head != SQLITE_ROW ||
                                     sqlite3_column_int64(rd->chunks, 0) <= sqlite3_column_int64(rd->head, 0));
                 sqlite3_stmt *st = chunk_first ? rd->chunks : rd->head;
-                r = feed_chunk(rd, a, sqlite3_column_blob(st, 1), (size_t) sqlite3_column_bytes(st, 1), from, to);
+                r = feed_chunk(rd, a, store_hour_of(sqlite3_column_int64(st, 0)), sqlite3_column_blob(st, 1),
+                               (size_t) sqlite3_column_bytes(st, 1), from, to);
                 if (chunk_first)
                         rc_chunk = sqlite3_step(rd->chunks);
                 else
@@ -461,6 +474,8 @@ static int reader_open(struct reader *rd, int64_t from, int64_t to, int64_t id_l
                                 "SELECT start_ts, data FROM head WHERE series_id = ?1 AND start_ts >= ?2 "
                                 "AND start_ts <= ?3 ORDER BY start_ts",
                                 &rd->head);
+        if (r == 0)
+                r = sql_prepare(db, STORE_HOUR_CHUNK, &rd->hour_chunk);
         if (r == 0 && rd->tier != TIER_RAW)
                 r = sql_prepare(db, rollup_sql[rd->tier], &rd->rollups);
         if (r == 0)

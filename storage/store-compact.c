@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "storage/chunk.h"
+#include "storage/derive.h"
 #include "storage/precision.h"
 #include "storage/sql.h"
 #include "storage/store-internal.h"
@@ -26,11 +27,11 @@ enum {
 };
 
 static const char *const compact_sql[ST__COUNT] = {
-        [ST_SERIES] = "SELECT id, metric FROM series WHERE id >= ?1 ORDER BY id LIMIT 64",
+        [ST_SERIES] = NULL, /* store_compact_order_sql() */
         [ST_HEAD] = "SELECT rowid, data FROM head WHERE series_id = ?1 AND start_ts >= ?2 AND start_ts < ?2 + 3600000 "
                     "ORDER BY start_ts",
         [ST_HEAD_DELETE] = "DELETE FROM head WHERE rowid = ?1",
-        [ST_CHUNK] = "SELECT data FROM chunks WHERE series_id = ?1 AND hour = ?2",
+        [ST_CHUNK] = STORE_HOUR_CHUNK,
         [ST_CHUNK_PUT] = STORE_PUT_CHUNK,
         [ST_MINUTES_PUT] = STORE_PUT_MINUTES,
         [ST_HOUR_PUT] = "INSERT OR REPLACE INTO rollup_1h(series_id, ts, min, max, sum, count, last) "
@@ -42,20 +43,31 @@ static const char *const compact_sql[ST__COUNT] = {
 /* One compaction pass: statements and buffers for the samples of one
  * series and hour. */
 struct compactor {
+        sqlite3 *db;
         sqlite3_stmt *st[ST__COUNT];
+        /* store_find_related()'s statements, per derived family. */
+        sqlite3_stmt *st_sources[METRIC__COUNT], *st_dependents[METRIC__COUNT];
         size_t n, cap_ts, cap_v;
         int64_t *ts;
         double *v;
         int64_t *rowids; /* head rows merged */
         size_t n_rowids, cap_rowids;
+        struct store_samples sources[DERIVE_SOURCES_MAX], hourly;
 };
 
 static void compactor_done(struct compactor *c) {
         for (int i = 0; i < ST__COUNT; i++)
                 sqlite3_finalize(c->st[i]);
+        for (int m = 0; m < METRIC__COUNT; m++) {
+                sqlite3_finalize(c->st_sources[m]);
+                sqlite3_finalize(c->st_dependents[m]);
+        }
         free(c->ts);
         free(c->v);
         free(c->rowids);
+        for (size_t j = 0; j < DERIVE_SOURCES_MAX; j++)
+                store_samples_free(&c->sources[j]);
+        store_samples_free(&c->hourly);
 }
 
 static int reserve(void **p, size_t *cap, size_t want, size_t size) {
@@ -67,6 +79,18 @@ static int reserve(void **p, size_t *cap, size_t want, size_t size) {
                 return -ENOMEM;
         *p = grown;
         *cap = cap2;
+        return 0;
+}
+
+static int add_samples(struct compactor *c, const int64_t *ts, const double *v, size_t n) {
+        int r = reserve((void **) &c->ts, &c->cap_ts, c->n + n, sizeof(*c->ts));
+        if (r == 0)
+                r = reserve((void **) &c->v, &c->cap_v, c->n + n, sizeof(*c->v));
+        if (r < 0)
+                return r;
+        memcpy(c->ts + c->n, ts, n * sizeof(*ts));
+        memcpy(c->v + c->n, v, n * sizeof(*v));
+        c->n += n;
         return 0;
 }
 
@@ -88,6 +112,82 @@ static int add_chunk(struct compactor *c, const uint8_t *data, size_t size, bool
         c->n += (size_t) n;
         *ret_ok = true;
         return 0;
+}
+
+/* The series' chunk of the hour from an earlier compaction (a restart or
+ * a clock set back brought more samples to the hour), which may be
+ * derived. */
+static int add_hourly(struct compactor *c, int64_t id, int64_t hour) {
+        int n = store_read_hour(c->st[ST_CHUNK], id, hour, &c->hourly);
+        /* None, or one that does not decode: it is replaced. */
+        if (n == -ENOENT || n == -EBADMSG)
+                return 0;
+        return n < 0 ? n : add_samples(c, c->hourly.ts, c->hourly.v, (size_t) n);
+}
+
+/* Before a series' chunk of an hour is rewritten (a restart or a clock
+ * set back brought more samples for an hour already compacted): the
+ * chunks of that hour derived from it are rewritten as ordinary ones,
+ * decoded while it is unchanged. Those that have new samples too come
+ * later (a higher rank) and are derived again from what it has become. */
+static int underive_dependents(struct compactor *c, int64_t id, int metric, int64_t hour) {
+        int r = 0;
+        for (int d = 0; d < METRIC__COUNT && r == 0 && metric >= 0; d++) {
+                if (metric_table[d].derive == DERIVE_NONE || (int) metric_table[d].derived_from != metric)
+                        continue;
+                int64_t ids[DERIVE_SOURCES_MAX];
+                size_t n_ids = 0;
+                r = store_find_related(c->db, &c->st_dependents[d], d, true, id, ids, &n_ids);
+                for (size_t j = 0; j < n_ids && r == 0; j++) {
+                        struct store_samples *dep = &c->sources[0];
+                        int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, dep);
+                        if (n == -ENOENT || n == -EBADMSG)
+                                continue;
+                        uint8_t *data = NULL;
+                        size_t size = 0;
+                        r = n < 0 ? n
+                                  : chunk_encode(dep->ts, (const double *const[]){ dep->v }, 1, dep->n, &data, &size);
+                        if (r == 0)
+                                r = store_put_chunk(c->st[ST_CHUNK_PUT], ids[j], hour, data, size, dep->ts[0],
+                                                    dep->ts[dep->n - 1], dep->n);
+                        free(data);
+                }
+        }
+        return r;
+}
+
+/* The hour's chunk of a series: derived from its sources' chunks of the
+ * hour (compacted before it: lower rank) when its family has a
+ * derivation and that chunk is smaller, else an ordinary one. */
+static int encode_hour(struct compactor *c, int64_t id, int metric, int64_t hour, uint8_t **data, size_t *size) {
+        int r = chunk_encode(c->ts, (const double *const[]){ c->v }, 1, c->n, data, size);
+        if (r < 0 || metric < 0 || metric_table[metric].derive == DERIVE_NONE)
+                return r;
+        int64_t ids[DERIVE_SOURCES_MAX];
+        struct derive_source views[DERIVE_SOURCES_MAX];
+        size_t n_ids = 0;
+        r = store_find_related(c->db, &c->st_sources[metric], metric, false, id, ids, &n_ids);
+        for (size_t j = 0; j < n_ids && r == 0; j++) {
+                int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, &c->sources[j]);
+                if (n < 0)
+                        return n == -ENOENT || n == -EBADMSG ? 0 : n;
+                views[j] = (struct derive_source){ c->sources[j].ts, c->sources[j].v, c->sources[j].n };
+        }
+        uint8_t *derived = NULL;
+        size_t derived_size = 0;
+        if (r < 0 || n_ids == 0)
+                return r;
+        r = derive_encode(metric_table[metric].derive, ids, views, n_ids, c->ts, c->v, c->n, &derived, &derived_size);
+        if (r == -EDOM)
+                return 0;
+        if (r == 0 && derived_size < *size) {
+                free(*data);
+                *data = derived;
+                *size = derived_size;
+                return 0;
+        }
+        free(derived);
+        return r;
 }
 
 int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
@@ -219,21 +319,15 @@ static int write_rollups(struct compactor *c, int64_t id, bool gauge, int64_t ho
  * hour and computes the hour's rollups. A head chunk that does not decode
  * stays where it is. *ret_samples: the samples merged (0 when the series
  * had no head chunk in the hour). */
-static int compact_series(struct compactor *c, int64_t id, bool gauge, int64_t hour, size_t *ret_samples) {
-        sqlite3_stmt *st = c->st[ST_CHUNK];
-        bool ok;
-        int rc, r = 0;
+static int compact_series(struct compactor *c, int64_t id, int metric, int64_t hour, size_t *ret_samples) {
+        bool gauge = metric >= 0 && metric_table[metric].type == METRIC_GAUGE, ok;
+        int rc, r;
 
         c->n = c->n_rowids = 0;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, hour);
-        if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                r = add_chunk(c, sqlite3_column_blob(st, 0), (size_t) sqlite3_column_bytes(st, 0), &ok);
-        else if (rc != SQLITE_DONE)
-                r = sql_errno(rc);
-        sqlite3_reset(st);
+        r = add_hourly(c, id, hour);
+        bool compacted_before = c->n > 0;
 
-        st = c->st[ST_HEAD];
+        sqlite3_stmt *st = c->st[ST_HEAD];
         sqlite3_bind_int64(st, 1, id);
         sqlite3_bind_int64(st, 2, hour);
         while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -251,10 +345,12 @@ static int compact_series(struct compactor *c, int64_t id, bool gauge, int64_t h
                 return r;
 
         r = store_sort_samples(c->ts, c->v, &c->n);
+        if (r == 0 && compacted_before)
+                r = underive_dependents(c, id, metric, hour);
         uint8_t *data = NULL;
         size_t size = 0;
         if (r == 0 && c->n > 0)
-                r = chunk_encode(c->ts, (const double *const[]){ c->v }, 1, c->n, &data, &size);
+                r = encode_hour(c, id, metric, hour, &data, &size);
         if (r == 0 && c->n > 0)
                 r = store_put_chunk(c->st[ST_CHUNK_PUT], id, hour, data, size, c->ts[0], c->ts[c->n - 1], c->n);
         free(data);
@@ -309,26 +405,38 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                         if (r < 0 || hour == INT64_MIN || hour > before_ms - STORE_HOUR_MS)
                                 break;
                         s->compact_hour = hour;
+                        s->compact_next_rank = 0;
                         s->compact_next_id = INT64_MIN;
                 }
                 if (spent >= budget) {
                         more = true;
                         break;
                 }
-                for (int i = 0; i < ST__COUNT && !prepared && r == 0; i++)
-                        r = sql_prepare(s->db, compact_sql[i], &c.st[i]);
-                prepared = true;
+                if (!prepared) {
+                        char order_sql[1024];
+                        c.db = s->db;
+                        r = store_compact_order_sql(order_sql, sizeof(order_sql));
+                        if (r == 0)
+                                r = sql_prepare(s->db, order_sql, &c.st[ST_SERIES]);
+                        for (int i = 0; i < ST__COUNT && r == 0; i++)
+                                if (compact_sql[i])
+                                        r = sql_prepare(s->db, compact_sql[i], &c.st[i]);
+                        prepared = true;
+                }
+                if (r < 0)
+                        break;
                 sqlite3_stmt *series = c.st[ST_SERIES];
                 size_t visited = 0;
                 int rc = SQLITE_DONE;
-                sqlite3_bind_int64(series, 1, s->compact_next_id);
+                sqlite3_bind_int64(series, 1, s->compact_next_rank);
+                sqlite3_bind_int64(series, 2, s->compact_next_id);
                 while (r == 0 && spent < budget && (rc = sqlite3_step(series)) == SQLITE_ROW) {
                         int64_t id = sqlite3_column_int64(series, 0);
                         int m = metric_lookup((const char *) sqlite3_column_text(series, 1));
                         size_t samples = 0;
-                        r = compact_series(&c, id, m >= 0 && metric_table[m].type == METRIC_GAUGE, s->compact_hour,
-                                           &samples);
+                        r = compact_series(&c, id, m, s->compact_hour, &samples);
                         spent += samples + SERIES_COST;
+                        s->compact_next_rank = sqlite3_column_int64(series, 2);
                         s->compact_next_id = id + 1;
                         visited++;
                 }

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/chunk.h"
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
@@ -47,10 +46,8 @@ static int sample_compare(const void *a, const void *b) {
  * so that the pool holds every sample up to the cut. Chunks that end
  * before the position are not decoded. */
 static int read_chunks(struct store *s, const struct cursor_position *after, size_t want, struct pool *p) {
-        sqlite3_stmt *ids = NULL, *chunks = NULL;
-        int64_t *ts = NULL;
-        double *v = NULL;
-        size_t cap = 0;
+        sqlite3_stmt *ids = NULL, *chunks = NULL, *hour_chunk = NULL;
+        struct store_samples samples = { 0 };
         int rc, r = sql_prepare(s->read_db, "SELECT id FROM series ORDER BY id", &ids);
 
         if (r == 0)
@@ -59,40 +56,26 @@ static int read_chunks(struct store *s, const struct cursor_position *after, siz
                                 "WHERE series_id = ?1 AND end_ts >= ?2 UNION ALL SELECT start_ts, end_ts, data "
                                 "FROM head WHERE series_id = ?1 AND end_ts >= ?2) ORDER BY start_ts",
                                 &chunks);
+        if (r == 0)
+                r = sql_prepare(s->read_db, STORE_HOUR_CHUNK, &hour_chunk);
         while (r == 0 && (rc = sqlite3_step(ids)) == SQLITE_ROW) {
                 int64_t id = sqlite3_column_int64(ids, 0);
                 size_t got = 0;
                 sqlite3_bind_int64(chunks, 1, id);
                 sqlite3_bind_int64(chunks, 2, after->timestamp_ms);
                 while (r == 0 && got < want && (rc = sqlite3_step(chunks)) == SQLITE_ROW) {
-                        const uint8_t *data = sqlite3_column_blob(chunks, 1);
-                        size_t size = (size_t) sqlite3_column_bytes(chunks, 1);
-                        int n = chunk_count(data, size, NULL);
+                        int64_t hour = store_hour_of(sqlite3_column_int64(chunks, 0));
+                        int n = store_decode_raw(hour_chunk, hour, sqlite3_column_blob(chunks, 1),
+                                                 (size_t) sqlite3_column_bytes(chunks, 1), &samples);
                         if (n < 0) {
-                                r = -EUCLEAN;
-                                break;
-                        }
-                        if ((size_t) n > cap) {
-                                free(ts);
-                                free(v);
-                                cap = (size_t) n;
-                                ts = malloc(cap * sizeof(*ts));
-                                v = malloc(cap * sizeof(*v));
-                                if (!ts || !v) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                        }
-                        n = chunk_decode(data, size, INT64_MAX, ts, (double *const[]){ v }, 1);
-                        if (n < 0) {
-                                r = -EUCLEAN;
+                                r = n == -EBADMSG ? -EUCLEAN : n;
                                 break;
                         }
                         for (int i = 0; i < n && got < want && r == 0; i++)
-                                if (is_after(ts[i], id, after)) {
-                                        r = pool_add(p, ts[i], id, v[i]);
-                                        if (++got == want && ts[i] < p->cut)
-                                                p->cut = ts[i];
+                                if (is_after(samples.ts[i], id, after)) {
+                                        r = pool_add(p, samples.ts[i], id, samples.v[i]);
+                                        if (++got == want && samples.ts[i] < p->cut)
+                                                p->cut = samples.ts[i];
                                 }
                 }
                 if (r == 0 && got < want && rc != SQLITE_DONE)
@@ -102,9 +85,9 @@ static int read_chunks(struct store *s, const struct cursor_position *after, siz
         if (r == 0 && rc != SQLITE_DONE)
                 r = sql_errno(rc);
         sqlite3_finalize(chunks);
+        sqlite3_finalize(hour_chunk);
         sqlite3_finalize(ids);
-        free(ts);
-        free(v);
+        store_samples_free(&samples);
         return r;
 }
 

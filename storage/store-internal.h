@@ -7,6 +7,7 @@
  *   store-migrate.c    migration from older schemas
  *   store-write.c      the tick path: recent rows, head chunks, series
  *   store-compact.c    an hour's head chunks merged into one, and its rollups
+ *   store-derived.c    hourly chunks coded against other series' (storage/derive.h)
  *   store-retention.c  age limits per tier and the size cap
  *   query.c            range queries and the series list
  *   store-cursor.c     stored samples in order for forwarders, their saved positions
@@ -81,8 +82,9 @@ struct store {
 
         /* The registered series and the ticks not yet in head chunks. */
         struct tickbuf buf;
-        /* Compaction in progress: the hour, and the next series id in it. */
-        int64_t compact_hour, compact_next_id;
+        /* Compaction in progress: the hour, and the next series in it: a
+         * rank (store_compact_order_sql()) and an id. */
+        int64_t compact_hour, compact_next_rank, compact_next_id;
 
         uint64_t ticks_seen, retry_at, backoff;
         int64_t last_retention_ms;
@@ -218,6 +220,48 @@ int store_sort_samples(int64_t *ts, double *v, size_t *n);
  * stops being pending once every series is done. Inside the caller's
  * transaction; *ret_more (may be NULL) tells whether work remains. */
 int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_more);
+
+/* ---- store-derived.c ---- */
+
+/* Samples of one series, in buffers that grow. */
+struct store_samples {
+        int64_t *ts;
+        double *v;
+        size_t n, cap;
+};
+
+void store_samples_free(struct store_samples *s);
+
+/* The statement store_read_hour() and store_decode_raw() step: series ?1's
+ * chunk of hour ?2. */
+#define STORE_HOUR_CHUNK "SELECT data FROM chunks WHERE series_id = ?1 AND hour = ?2"
+
+/* Decodes a raw chunk of the hour into out (replacing what it held): an
+ * ordinary one, or a derived one, whose sources' chunks of the same hour
+ * are read with `hour_chunk` (STORE_HOUR_CHUNK on the caller's connection,
+ * not the statement that data comes from). Returns the number of samples;
+ * -EBADMSG when the chunk or a source's does not decode or a source has
+ * no chunk; an SQLite error; -ENOMEM. */
+int store_decode_raw(sqlite3_stmt *hour_chunk, int64_t hour, const uint8_t *data, size_t size,
+                     struct store_samples *out);
+
+/* Reads series id's chunk of the hour through hour_chunk into out.
+ * -ENOENT when it has none; otherwise as store_decode_raw(). */
+int store_read_hour(sqlite3_stmt *hour_chunk, int64_t id, int64_t hour, struct store_samples *out);
+
+/* The series, their metric and their rank in compaction order: sources
+ * before the series derived from them (rank: how many derivations lead to
+ * the family), then by id; ?1 and ?2 the rank and id to start from. */
+int store_compact_order_sql(char *buf, size_t size);
+
+/* The series related to series id through the derivation of family
+ * `derived`: its sources when id is of that family, or with dependents
+ * set, the series of that family derived from id (of its source family).
+ * By id; *ret_n 0 when there are none or more than DERIVE_SOURCES_MAX.
+ * *st holds the statement between calls (NULL at first; the caller
+ * finalizes it). */
+int store_find_related(sqlite3 *db, sqlite3_stmt **st, int derived, bool dependents, int64_t id, int64_t *ids,
+                       size_t *ret_n);
 
 /* ---- store-retention.c ---- */
 

@@ -6,7 +6,7 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-/* Schema 3 (docs/storage.md): series with JSON labels so that
+/* Schema 4 (docs/storage.md): series with JSON labels so that
  * `sqlite3 neurond.db` users can filter with json_extract(); every tier as
  * compressed chunks (storage/chunk.h) except the 1-hour rollups, a row a
  * person can read per series and hour. Raw samples reach the database as
@@ -128,8 +128,9 @@ int store_schema_setup(struct store *s) {
         atomic_fetch_add(&s->series_generation, 1);
         int64_t vacuum_mode = 0;
         r = sql_query_int(s->db, "PRAGMA auto_vacuum", &vacuum_mode);
-        /* A migration leaves the old tables' pages free: give them back. */
-        if (r == 0 && (vacuum_mode != 2 || (version > 0 && version < STORE_SCHEMA_VERSION)))
+        /* A migration from 1 or 2 leaves the old tables' pages free: give
+         * them back (3 to 4 changes no table). */
+        if (r == 0 && (vacuum_mode != 2 || (version > 0 && version < 3)))
                 r = sql_exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM");
         return r;
 }

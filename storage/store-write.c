@@ -186,7 +186,8 @@ int store_sync_ticks(struct store *s) {
         double *v = NULL;
         uint8_t *blob = NULL;
         int64_t newest = s->buf.ts[s->buf.n_ticks - 1];
-        int64_t compact_hour = s->compact_hour, compact_next_id = s->compact_next_id;
+        int64_t compact_hour = s->compact_hour, compact_next_rank = s->compact_next_rank,
+                compact_next_id = s->compact_next_id;
         size_t n_chunk = 0;
         bool retention = false;
         int r;
@@ -255,6 +256,7 @@ int store_sync_ticks(struct store *s) {
         if (r < 0) {
                 sql_exec(s->db, "ROLLBACK");
                 s->compact_hour = compact_hour;
+                s->compact_next_rank = compact_next_rank;
                 s->compact_next_id = compact_next_id;
                 goto out;
         }

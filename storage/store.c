@@ -43,6 +43,7 @@ static int store_new(const char *path, const struct store_options *o, struct sto
         s->opt = *o;
         s->lock_fd = -1;
         s->compact_hour = INT64_MIN;
+        s->compact_next_id = INT64_MIN;
         s->backoff = 1;
         atomic_init(&s->series_generation, 0);
         pthread_mutex_init(&s->read_lock, NULL);
