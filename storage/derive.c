@@ -45,7 +45,8 @@ static bool source_at(struct predictor *p, size_t j, int64_t ts, double *ret) {
 }
 
 /* The mean's bits as the model and the collectors sum it (each source
- * divided first), rounded as a stored gauge is; 0 without every source. */
+ * divided first), rounded to the bits a stored gauge keeps (a gauge kept
+ * as a short decimal just leaves a residual); 0 without every source. */
 static uint64_t predict_mean(struct predictor *p, int64_t ts) {
         double sum = 0;
         for (size_t j = 0; j < p->n_sources; j++) {
@@ -54,7 +55,7 @@ static uint64_t predict_mean(struct predictor *p, int64_t ts) {
                         return 0;
                 sum += v / (double) p->n_sources;
         }
-        return double_bits(precision_round_gauge(sum));
+        return double_bits(precision_round_bits(sum));
 }
 
 /* The source's bits; 0 where it has no sample. */

@@ -12,9 +12,10 @@
  * residuals, each a whole number:
  *   DERIVE_MEAN      the value's bits minus the prediction's bits, as
  *                    signed 64-bit integers; the prediction is the mean
- *                    of the sources at the same timestamp, rounded as
- *                    stored gauges are (storage/precision.h), or 0 where a
- *                    source has no sample there;
+ *                    of the sources at the same timestamp, rounded to
+ *                    a stored gauge's 24 significant bits
+ *                    (storage/precision.h), or 0 where a source has no
+ *                    sample there;
  *   DERIVE_INTEGRAL  the counter in microseconds: its first value, then
  *                    each increase minus metric_busy_us() of the source
  *                    at that timestamp over the time since the previous

@@ -17,18 +17,26 @@ static bool short_decimal(double v) {
         return memcmp(&back, &v, sizeof(v)) == 0;
 }
 
-/* Ratios such as utilization are measured far less finely than a double
- * holds, and their random low bits would cost 3-4 bytes a sample whatever
- * the encoding. */
-double precision_round_gauge(double v) {
+double precision_round_bits(double v) {
         enum { DROP = 52 - 23 };
         const uint64_t mask = (UINT64_C(1) << DROP) - 1, exponent_all_ones = UINT64_C(0x7ff) << 52;
         uint64_t u;
         memcpy(&u, &v, sizeof(u));
-        if ((u & exponent_all_ones) == exponent_all_ones || v == floor(v) || short_decimal(v))
+        if ((u & exponent_all_ones) == exponent_all_ones)
                 return v;
-        /* Below 2^52 nothing rounds up into the infinities: those are whole. */
+        /* Near the largest doubles this may round up to infinity; callers
+         * that must keep every finite value check for whole numbers first. */
         u = (u + (mask >> 1) + ((u >> DROP) & 1)) & ~mask;
         memcpy(&v, &u, sizeof(v));
         return v;
+}
+
+/* Ratios such as utilization are measured far less finely than a double
+ * holds, and their random low bits would cost 3-4 bytes a sample whatever
+ * the encoding. Below 2^52 nothing rounds up into the infinities: those
+ * are whole. */
+double precision_round_gauge(double v) {
+        if (v == floor(v) || short_decimal(v))
+                return v;
+        return precision_round_bits(v);
 }

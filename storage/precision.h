@@ -9,3 +9,7 @@
  * decimal of at most 6 places, else rounded to 24 significant bits (ties
  * to even; relative error below 6e-8). */
 double precision_round_gauge(double v);
+
+/* v rounded to 24 significant bits as precision_round_gauge() rounds,
+ * whatever it is: a cheaper guess of what the store keeps. */
+double precision_round_bits(double v);
