@@ -17,12 +17,14 @@
  *                 flag << 2, width, varint count of nonzero residuals, bits
  *   STREAM_XOR    bits
  *   STREAM_SPLIT  mantissa width, bits
+ *   STREAM_SAME   the index of an earlier column with the same bits (a
+ *                 counter's maximum and last value in a rollup chunk)
  * Bits are written most significant first. Varints are LEB128. Schema 2's
  * chunks began with a mode byte below 0x20, so the two never mix. */
 #define CHUNK_FORMAT 0x40
 #define CHUNK_FORMAT_MASK 0xf0
 
-enum stream_kind { STREAM_CONST, STREAM_INT, STREAM_XOR, STREAM_SPLIT };
+enum stream_kind { STREAM_CONST, STREAM_INT, STREAM_XOR, STREAM_SPLIT, STREAM_SAME };
 
 /* Integer residuals: the integers themselves (around the middle of their
  * range), their differences, or differences of differences. */
@@ -739,7 +741,15 @@ int chunk_encode(const int64_t *ts, const double *const *columns, size_t n_colum
         int_write(&body, ts, n, &plan);
         stream_append(&o, &body);
         for (size_t c = 0; c < n_columns; c++) {
-                values_write(&body, columns[c], n, x, k);
+                size_t same = 0;
+                while (same < c && memcmp(columns[same], columns[c], n * sizeof(double)) != 0)
+                        same++;
+                if (same < c) {
+                        out_byte(&body, STREAM_SAME);
+                        out_byte(&body, (uint8_t) same);
+                } else {
+                        values_write(&body, columns[c], n, x, k);
+                }
                 stream_append(&o, &body);
         }
         free(x);
@@ -807,7 +817,7 @@ static void values_read(struct in *r, size_t n, size_t m, double *v) {
 }
 
 int chunk_decode(const uint8_t *data, size_t size, int64_t until, int64_t *ts, double *const *columns, unsigned mask) {
-        struct in r = { .data = data, .size = size }, body;
+        struct in r = { .data = data, .size = size }, body, bodies[CHUNK_COLUMNS_MAX];
         size_t n_columns = 0;
         int n = chunk_open(&r, &n_columns);
         if (n < 0)
@@ -826,10 +836,17 @@ int chunk_decode(const uint8_t *data, size_t size, int64_t until, int64_t *ts, d
                         hi = mid;
         }
         for (size_t c = 0; c < n_columns && m > 0; c++) {
-                if (!stream_next(&r, &body))
+                if (!stream_next(&r, &bodies[c]))
                         return -EBADMSG;
                 if (!(mask & (1u << c)))
                         continue;
+                body = bodies[c];
+                /* A column the same as an earlier one reads that one's body. */
+                if (body.size == 2 && body.data[0] == STREAM_SAME) {
+                        if (body.data[1] >= c)
+                                return -EBADMSG;
+                        body = bodies[body.data[1]];
+                }
                 values_read(&body, (size_t) n, m, columns[c]);
                 if (body.bad)
                         return -EBADMSG;

@@ -275,6 +275,34 @@ static void chunk_decode__columns__any_subset(void **state) {
         free(data);
 }
 
+/* A column the same as an earlier one (a counter's maximum and last value
+ * in a rollup chunk) is stored as a reference to it, read alone too. */
+static void chunk_encode__same_column__stored_once(void **state) {
+        (void) state;
+        enum { N = 60 };
+        int64_t ts[N], got_ts[N];
+        double counter[N], other[N], got[N];
+        rng_state = 5;
+        for (int i = 0; i < N; i++) {
+                ts[i] = 1700000040000 + 60000 * (int64_t) i;
+                counter[i] = other[i] = (double) (1000000 * i + (int64_t) (rng() % 100000));
+        }
+        other[N - 1] += 1;
+        uint8_t *same = NULL, *differs = NULL;
+        size_t same_size = 0, differs_size = 0;
+        assert_int_equal(chunk_encode(ts, (const double *const[]){ counter, counter }, 2, N, &same, &same_size), 0);
+        assert_int_equal(chunk_encode(ts, (const double *const[]){ counter, other }, 2, N, &differs, &differs_size), 0);
+        assert_true(same_size + 50 < differs_size);
+        assert_int_equal(chunk_decode(same, same_size, INT64_MAX, got_ts, (double *const[]){ NULL, got }, 2), N);
+        assert_memory_equal(got, counter, sizeof(got));
+        /* The reference is the last two bytes: to itself, it is refused. */
+        assert_int_equal(same[same_size - 2], 4);
+        same[same_size - 1] = 1;
+        assert_int_equal(chunk_decode(same, same_size, INT64_MAX, got_ts, (double *const[]){ NULL, got }, 2), -EBADMSG);
+        free(same);
+        free(differs);
+}
+
 static void chunk_encode__bad_input__refused(void **state) {
         (void) state;
         int64_t ts[] = { 5, 5 };
@@ -304,6 +332,7 @@ int main(void) {
                 cmocka_unit_test(chunk_encode__steady_counter__is_small),
                 cmocka_unit_test(chunk_encode__decimals_floats_big_counters__compact),
                 cmocka_unit_test(chunk_decode__columns__any_subset),
+                cmocka_unit_test(chunk_encode__same_column__stored_once),
                 cmocka_unit_test(chunk_encode__bad_input__refused),
         };
         return cmocka_run_group_tests_name("chunk", tests, NULL, NULL);
