@@ -19,12 +19,16 @@
  *   STREAM_SPLIT  mantissa width, bits
  *   STREAM_SAME   the index of an earlier column with the same bits (a
  *                 counter's maximum and last value in a rollup chunk)
+ *   STREAM_BANDS  the smallest value's bits (8 bytes), the low bits zero
+ *                 in every difference from it, shift, a varint count of
+ *                 bands, each band as a varint (its distance from the
+ *                 previous one) and its code length, bits
  * Bits are written most significant first. Varints are LEB128. Schema 2's
  * chunks began with a mode byte below 0x20, so the two never mix. */
 #define CHUNK_FORMAT 0x40
 #define CHUNK_FORMAT_MASK 0xf0
 
-enum stream_kind { STREAM_CONST, STREAM_INT, STREAM_XOR, STREAM_SPLIT, STREAM_SAME };
+enum stream_kind { STREAM_CONST, STREAM_INT, STREAM_XOR, STREAM_SPLIT, STREAM_SAME, STREAM_BANDS };
 
 /* Integer residuals: the integers themselves (around the middle of their
  * range), their differences, or differences of differences. */
@@ -651,6 +655,230 @@ static void split_read(struct in *r, size_t m, unsigned width, double *v) {
         }
 }
 
+/* ---- bands -------------------------------------------------------------- */
+
+/* Each value's bits as an integer above the smallest one's, less the low
+ * `zeros` bits that are zero in every one of them (a float's 29), d: its
+ * band d >> shift in a canonical prefix code (Huffman's, from the chunk's
+ * own counts), then the low `shift` bits of d as they are. Values that
+ * gather in a few bands with random low bits (a core busy in steps, at
+ * 0.9 or at 0.1) cost about their entropy, where a fixed width pays for
+ * the whole range and each change of exponent. */
+#define BANDS_MAX 256
+#define CODE_BITS_MAX 15
+
+struct bands {
+        uint64_t lo;
+        unsigned zeros, shift, n;
+        uint64_t band[BANDS_MAX]; /* ascending */
+        uint8_t len[BANDS_MAX];
+        uint32_t code[BANDS_MAX];
+};
+
+/* Huffman's code lengths for n >= 2 counts, at most CODE_BITS_MAX: the
+ * leaves in order of count, merged with the inner nodes (which come out
+ * in order of weight) as two queues; counts are halved until the deepest
+ * leaf fits. */
+static void code_lengths(const uint64_t *count, unsigned n, uint8_t *len) {
+        unsigned order[BANDS_MAX], parent[2 * BANDS_MAX], depth[2 * BANDS_MAX];
+        uint64_t weight[2 * BANDS_MAX], scaled[BANDS_MAX];
+        for (unsigned i = 0; i < n; i++)
+                scaled[i] = count[i];
+        for (;;) {
+                for (unsigned i = 0; i < n; i++) {
+                        unsigned j = i;
+                        for (; j > 0 && scaled[order[j - 1]] > scaled[i]; j--)
+                                order[j] = order[j - 1];
+                        order[j] = i;
+                }
+                for (unsigned i = 0; i < n; i++)
+                        weight[i] = scaled[order[i]];
+                unsigned leaf = 0, inner = n, next = n;
+                while (next < 2 * n - 1) {
+                        unsigned pick[2];
+                        for (int p = 0; p < 2; p++)
+                                pick[p] =
+                                        leaf < n && (inner == next || weight[leaf] <= weight[inner]) ? leaf++ : inner++;
+                        weight[next] = weight[pick[0]] + weight[pick[1]];
+                        parent[pick[0]] = parent[pick[1]] = next++;
+                }
+                unsigned deepest = 0;
+                depth[2 * n - 2] = 0;
+                for (unsigned i = 2 * n - 2; i-- > 0;) {
+                        depth[i] = depth[parent[i]] + 1;
+                        deepest = depth[i] > deepest ? depth[i] : deepest;
+                }
+                if (deepest <= CODE_BITS_MAX) {
+                        for (unsigned i = 0; i < n; i++)
+                                len[order[i]] = (uint8_t) depth[i];
+                        return;
+                }
+                for (unsigned i = 0; i < n; i++)
+                        scaled[i] = scaled[i] / 2 + 1;
+        }
+}
+
+/* The canonical code of each band (DEFLATE's): shorter codes first, bands
+ * of one length in ascending order. False when the lengths do not make a
+ * prefix code. */
+static bool assign_codes(struct bands *b) {
+        unsigned count[CODE_BITS_MAX + 1] = { 0 };
+        uint32_t next[CODE_BITS_MAX + 1] = { 0 }, code = 0;
+        for (unsigned i = 0; i < b->n; i++)
+                count[b->len[i]]++;
+        if (b->n == 1)
+                return b->len[0] == 0;
+        if (count[0] > 0)
+                return false;
+        for (unsigned l = 1; l <= CODE_BITS_MAX; l++) {
+                code = (code + count[l - 1]) << 1;
+                next[l] = code;
+                if (next[l] + count[l] > (UINT32_C(1) << l))
+                        return false;
+        }
+        for (unsigned i = 0; i < b->n; i++)
+                b->code[i] = next[b->len[i]]++;
+        return true;
+}
+
+static unsigned varint_bytes(uint64_t v) {
+        unsigned n = 1;
+        while (v >>= 7)
+                n++;
+        return n;
+}
+
+/* The cheapest shift that leaves at most BANDS_MAX bands by range, and
+ * its cost in bits (UINT64_MAX when the values span no range). */
+static uint64_t bands_plan(const double *v, size_t n, struct bands *b) {
+        uint64_t lo = UINT64_MAX, hi = 0, any = 0, best_bits = UINT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t u = double_bits(v[i]);
+                lo = u < lo ? u : lo;
+                hi = u > hi ? u : hi;
+        }
+        for (size_t i = 0; i < n; i++)
+                any |= double_bits(v[i]) - lo;
+        if (any == 0)
+                return UINT64_MAX;
+        unsigned zeros = (unsigned) __builtin_ctzll(any), range = bit_length((hi - lo) >> zeros);
+        for (unsigned shift = range > 8 ? range - 8 : 0; shift < range; shift++) {
+                uint64_t count[BANDS_MAX] = { 0 }, used[BANDS_MAX];
+                struct bands try = { .lo = lo, .zeros = zeros, .shift = shift };
+                for (size_t i = 0; i < n; i++)
+                        count[(double_bits(v[i]) - lo) >> zeros >> shift]++;
+                for (unsigned h = 0; h < BANDS_MAX; h++)
+                        if (count[h] > 0) {
+                                try.band[try.n] = h;
+                                used[try.n++] = count[h];
+                        }
+                if (try.n > 1)
+                        code_lengths(used, try.n, try.len);
+                uint64_t bits = 8 * (11 + varint_bytes(try.n)) + (uint64_t) n * shift;
+                for (unsigned j = 0; j < try.n; j++)
+                        bits += used[j] * try.len[j] +
+                                8 * (1 + varint_bytes(try.band[j] - (j > 0 ? try.band[j - 1] : 0)));
+                if (bits < best_bits) {
+                        best_bits = bits;
+                        *b = try;
+                }
+        }
+        return best_bits;
+}
+
+static void bands_write(struct out *o, const double *v, size_t n, struct bands *b) {
+        if (!assign_codes(b)) {
+                o->failed = true;
+                return;
+        }
+        out_byte(o, STREAM_BANDS);
+        for (int i = 0; i < 8; i++)
+                out_byte(o, (uint8_t) (b->lo >> (8 * i)));
+        out_byte(o, (uint8_t) b->zeros);
+        out_byte(o, (uint8_t) b->shift);
+        out_varint(o, b->n);
+        for (unsigned j = 0; j < b->n; j++) {
+                out_varint(o, b->band[j] - (j > 0 ? b->band[j - 1] : 0));
+                out_byte(o, b->len[j]);
+        }
+        for (size_t i = 0; i < n; i++) {
+                uint64_t d = (double_bits(v[i]) - b->lo) >> b->zeros;
+                unsigned lo_band = 0, hi_band = b->n;
+                while (hi_band - lo_band > 1) { /* the band: bands are ascending */
+                        unsigned mid = (lo_band + hi_band) / 2;
+                        if (b->band[mid] <= d >> b->shift)
+                                lo_band = mid;
+                        else
+                                hi_band = mid;
+                }
+                out_bits(o, b->code[lo_band], b->len[lo_band]);
+                out_bits(o, d, b->shift);
+        }
+        out_flush(o);
+}
+
+static void bands_read(struct in *r, size_t m, double *v) {
+        struct bands b = { 0 };
+        uint64_t n = 0, band = 0;
+        for (int i = 0; i < 8; i++)
+                b.lo |= (uint64_t) in_byte(r) << (8 * i);
+        b.zeros = in_byte(r);
+        b.shift = in_byte(r);
+        if (!in_varint(r, &n) || n == 0 || n > BANDS_MAX || b.zeros > 63 || b.shift > 63) {
+                r->bad = true;
+                return;
+        }
+        b.n = (unsigned) n;
+        for (unsigned j = 0; j < b.n && !r->bad; j++) {
+                uint64_t step = 0;
+                in_varint(r, &step);
+                band += step;
+                b.band[j] = band;
+                b.len[j] = in_byte(r);
+                if (b.len[j] > CODE_BITS_MAX || (j > 0 && step == 0))
+                        r->bad = true;
+        }
+        if (r->bad || !assign_codes(&b)) {
+                r->bad = true;
+                return;
+        }
+        /* Decoding by length: the codes of one length are consecutive
+         * from first[l], given to the bands of that length in order,
+         * which by_code lists from at[l]. */
+        uint32_t first[CODE_BITS_MAX + 1] = { 0 }, count[CODE_BITS_MAX + 1] = { 0 }, code = 0;
+        unsigned at[CODE_BITS_MAX + 1] = { 0 }, fill[CODE_BITS_MAX + 1], by_code[BANDS_MAX];
+        for (unsigned j = 0; j < b.n; j++)
+                count[b.len[j]]++;
+        for (unsigned l = 1, k = 0; l <= CODE_BITS_MAX; l++) {
+                code = (code + count[l - 1]) << 1;
+                first[l] = code;
+                at[l] = fill[l] = k;
+                k += count[l];
+        }
+        for (unsigned j = 0; j < b.n; j++)
+                if (b.len[j] > 0)
+                        by_code[fill[b.len[j]]++] = j;
+        for (size_t i = 0; i < m && !r->bad; i++) {
+                unsigned j = 0;
+                if (b.n > 1) {
+                        uint64_t w = in_peek(r);
+                        unsigned l = 1;
+                        while (l <= CODE_BITS_MAX && (uint32_t) (w >> (64 - l)) - first[l] >= count[l])
+                                l++;
+                        if (l > CODE_BITS_MAX) {
+                                r->bad = true;
+                                return;
+                        }
+                        j = by_code[at[l] + ((uint32_t) (w >> (64 - l)) - first[l])];
+                        r->pos += l;
+                        if (r->pos > r->size * 8)
+                                r->bad = true;
+                }
+                uint64_t low = in_bits(r, b.shift);
+                v[i] = bits_double(b.lo + ((b.band[j] << b.shift | low) << b.zeros));
+        }
+}
+
 /* ---- streams ------------------------------------------------------------ */
 
 /* Writes the cheapest body for v[0..n) to o; x and k are scratch for n
@@ -686,7 +914,11 @@ static void values_write(struct out *o, const double *v, size_t n, int64_t *x, i
         uint64_t xor_bits = xor_write(NULL, v, n);
         unsigned width = split_width(v, n);
         uint64_t split_bits = split_write(NULL, v, n, width);
-        if (have_int && best.bits <= xor_bits && best.bits <= split_bits) {
+        struct bands bands = { 0 };
+        uint64_t bands_bits = bands_plan(v, n, &bands);
+        if (bands_bits < split_bits && bands_bits < xor_bits && (!have_int || bands_bits < best.bits)) {
+                bands_write(o, v, n, &bands);
+        } else if (have_int && best.bits <= xor_bits && best.bits <= split_bits) {
                 /* x holds the last scaling tried: redo the winner's. */
                 if (best.scale == 0)
                         scale_whole(v, n, x);
@@ -811,6 +1043,8 @@ static void values_read(struct in *r, size_t n, size_t m, double *v) {
                         r->bad = true;
                 else
                         split_read(r, m, width, v);
+        } else if (kind == STREAM_BANDS) {
+                bands_read(r, m, v);
         } else {
                 r->bad = true;
         }

@@ -13,7 +13,10 @@
  *     width (timestamps always take this coding);
  *   - XOR with the previous value (Facebook's Gorilla);
  *   - split: sign and exponent when they change, then the mantissa bits
- *     that are not zero in every value.
+ *     that are not zero in every value;
+ *   - bands: the high bits of each value's bits in a prefix code made
+ *     from the chunk's own counts, then the low bits as they are;
+ *   - same: a column bit for bit equal to an earlier one, as its index.
  *
  * Decoding gives back every value bit for bit: NaN payloads, infinities,
  * signed zeros, subnormals. docs/storage.md describes the layout.

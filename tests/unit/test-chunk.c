@@ -240,6 +240,47 @@ static void chunk_encode__decimals_floats_big_counters__compact(void **state) {
         assert_true(round_trip(ts, v, N) < N * 27 / 8);
 }
 
+/* A core busy in steps: ratios at 0.85-0.95 or at 0.08-0.18, kept to a
+ * float's 24 bits. Their prefix-coded bands cost about their entropy (2.8
+ * bytes; a fixed width over the range and the exponents costs 3.1), any
+ * length round-trips, and a damaged code table is refused. */
+static void chunk_encode__values_in_bands__near_their_entropy(void **state) {
+        (void) state;
+        enum { N = 3600 };
+        static int64_t ts[N];
+        static double v[N];
+        rng_state = 11;
+        for (int i = 0; i < N; i++) {
+                double x = (double) (rng() % 1000003) / 1000003.0;
+                ts[i] = 1700000000000 + 1000 * (int64_t) i;
+                v[i] = (float) (rng() % 10 < 7 ? 0.85 + 0.1 * x : 0.08 + 0.1 * x);
+        }
+        assert_true(round_trip(ts, v, N) < N * 29 / 10);
+        for (size_t n = 2; n < 300; n += 7)
+                round_trip(ts, v + n, n);
+
+        uint8_t *data = NULL;
+        size_t size = 0;
+        assert_int_equal(chunk_encode(ts, (const double *const[]){ v }, 1, N, &data, &size), 0);
+        int64_t got_ts[N];
+        static double got[N];
+        /* The value stream's body: after the header, the timestamps' stream
+         * and the value stream's length; its kind, the smallest value (8
+         * bytes), zeros, shift, the number of bands, then band 0: its
+         * distance and its code length. */
+        size_t at = 1;
+        while (data[at++] & 0x80) /* the count */
+                ;
+        size_t ts_len = data[at++];
+        at += ts_len;
+        while (data[at++] & 0x80) /* the value stream's length */
+                ;
+        assert_int_equal(data[at], 5); /* STREAM_BANDS */
+        data[at + 13] = 1;             /* a length-1 code for band 0 as well: no prefix code */
+        assert_int_equal(chunk_decode(data, size, INT64_MAX, got_ts, (double *const[]){ got }, 1), -EBADMSG);
+        free(data);
+}
+
 /* Rollup chunks: five columns, each decoded alone or with others. */
 static void chunk_decode__columns__any_subset(void **state) {
         (void) state;
@@ -331,6 +372,7 @@ int main(void) {
                 cmocka_unit_test(chunk_encode__regular_or_constant__round_trips_small),
                 cmocka_unit_test(chunk_encode__steady_counter__is_small),
                 cmocka_unit_test(chunk_encode__decimals_floats_big_counters__compact),
+                cmocka_unit_test(chunk_encode__values_in_bands__near_their_entropy),
                 cmocka_unit_test(chunk_decode__columns__any_subset),
                 cmocka_unit_test(chunk_encode__same_column__stored_once),
                 cmocka_unit_test(chunk_encode__bad_input__refused),
