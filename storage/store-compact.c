@@ -44,9 +44,9 @@ static const char *const compact_sql[ST__COUNT] = {
  * series and hour. */
 struct compactor {
         sqlite3 *db;
+        const struct tickbuf *registered; /* the series and their sources */
         sqlite3_stmt *st[ST__COUNT];
-        /* store_find_related()'s statements, per derived family. */
-        sqlite3_stmt *st_sources[METRIC__COUNT], *st_dependents[METRIC__COUNT];
+        sqlite3_stmt *st_dependents[METRIC__COUNT]; /* per derived family */
         size_t n, cap_ts, cap_v;
         int64_t *ts;
         double *v;
@@ -58,10 +58,8 @@ struct compactor {
 static void compactor_done(struct compactor *c) {
         for (int i = 0; i < ST__COUNT; i++)
                 sqlite3_finalize(c->st[i]);
-        for (int m = 0; m < METRIC__COUNT; m++) {
-                sqlite3_finalize(c->st_sources[m]);
+        for (int m = 0; m < METRIC__COUNT; m++)
                 sqlite3_finalize(c->st_dependents[m]);
-        }
         free(c->ts);
         free(c->v);
         free(c->rowids);
@@ -135,9 +133,9 @@ static int underive_dependents(struct compactor *c, int64_t id, int metric, int6
         for (int d = 0; d < METRIC__COUNT && r == 0 && metric >= 0; d++) {
                 if (metric_table[d].derive == DERIVE_NONE || (int) metric_table[d].derived_from != metric)
                         continue;
-                int64_t ids[DERIVE_SOURCES_MAX];
+                int64_t *ids = NULL;
                 size_t n_ids = 0;
-                r = store_find_related(c->db, &c->st_dependents[d], d, true, id, ids, &n_ids);
+                r = store_find_dependents(c->db, &c->st_dependents[d], d, id, &ids, &n_ids);
                 for (size_t j = 0; j < n_ids && r == 0; j++) {
                         struct store_samples *dep = &c->sources[0];
                         int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, dep);
@@ -152,6 +150,7 @@ static int underive_dependents(struct compactor *c, int64_t id, int metric, int6
                                                     dep->ts[dep->n - 1], dep->n);
                         free(data);
                 }
+                free(ids);
         }
         return r;
 }
@@ -163,11 +162,12 @@ static int encode_hour(struct compactor *c, int64_t id, int metric, int64_t hour
         int r = chunk_encode(c->ts, (const double *const[]){ c->v }, 1, c->n, data, size);
         if (r < 0 || metric < 0 || metric_table[metric].derive == DERIVE_NONE)
                 return r;
-        int64_t ids[DERIVE_SOURCES_MAX];
-        struct derive_source views[DERIVE_SOURCES_MAX];
         size_t n_ids = 0;
-        r = store_find_related(c->db, &c->st_sources[metric], metric, false, id, ids, &n_ids);
-        for (size_t j = 0; j < n_ids && r == 0; j++) {
+        const int64_t *ids = store_sources_of(c->registered, id, &n_ids);
+        struct derive_source views[DERIVE_SOURCES_MAX];
+        if (n_ids == 0)
+                return 0;
+        for (size_t j = 0; j < n_ids; j++) {
                 int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, &c->sources[j]);
                 if (n < 0)
                         return n == -ENOENT || n == -EBADMSG ? 0 : n;
@@ -175,8 +175,6 @@ static int encode_hour(struct compactor *c, int64_t id, int metric, int64_t hour
         }
         uint8_t *derived = NULL;
         size_t derived_size = 0;
-        if (r < 0 || n_ids == 0)
-                return r;
         r = derive_encode(metric_table[metric].derive, ids, views, n_ids, c->ts, c->v, c->n, &derived, &derived_size);
         if (r == -EDOM)
                 return 0;
@@ -415,6 +413,7 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                 if (!prepared) {
                         char order_sql[1024];
                         c.db = s->db;
+                        c.registered = &s->buf;
                         r = store_compact_order_sql(order_sql, sizeof(order_sql));
                         if (r == 0)
                                 r = sql_prepare(s->db, order_sql, &c.st[ST_SERIES]);

@@ -127,51 +127,109 @@ int store_compact_order_sql(char *buf, size_t size) {
         return len < size ? 0 : -ENOBUFS;
 }
 
-/* SELECT id FROM series WHERE metric = <the source family of `derived`,
- * or `derived` itself for dependents> AND, for each pair of labels that
- * match (lib/metric.h), the label is the same as series ?1's. */
-static int relation_sql(int derived, bool dependents, char *buf, size_t size) {
+/* Whether series y is a source of x, of family d: each label of d equals
+ * the label of y's family that derived_labels names in its place. */
+static bool labels_match(const struct metric_desc *d, const struct series_desc *x, const struct series_desc *y) {
+        const struct metric_desc *src = &metric_table[d->derived_from];
+        for (size_t i = 0; i < metric_label_count(d); i++) {
+                int k = metric_label_index(src, d->derived_labels[i] ? d->derived_labels[i] : d->labels[i]);
+                if (k >= 0 && strcmp(x->label_values[i], y->label_values[k]) != 0)
+                        return false;
+        }
+        return true;
+}
+
+int store_link_sources(struct tickbuf *b) {
+        free(b->sources);
+        free(b->n_sources);
+        b->sources = calloc(b->n_series ? b->n_series : 1, sizeof(*b->sources));
+        b->n_sources = calloc(b->n_series ? b->n_series : 1, sizeof(*b->n_sources));
+        if (!b->sources || !b->n_sources)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_series; i++) {
+                const struct metric_desc *d = &metric_table[b->series[i].metric];
+                size_t n = 0;
+                for (size_t k = 0; k < b->n_series && d->derive != DERIVE_NONE; k++) {
+                        size_t j = b->by_id[k];
+                        if ((int) b->series[j].metric != (int) d->derived_from ||
+                            !labels_match(d, &b->series[i], &b->series[j]))
+                                continue;
+                        /* More than a rule takes: none. */
+                        if (n == DERIVE_SOURCES_MAX) {
+                                n = 0;
+                                break;
+                        }
+                        b->sources[i][n++] = b->ids[j];
+                }
+                b->n_sources[i] = (uint8_t) n;
+        }
+        return 0;
+}
+
+const int64_t *store_sources_of(const struct tickbuf *b, int64_t id, size_t *ret_n) {
+        size_t lo = 0, hi = b->sources ? b->n_series : 0;
+        while (lo < hi) { /* by_id lists the series by ascending id */
+                size_t mid = lo + (hi - lo) / 2;
+                if (b->ids[b->by_id[mid]] < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        bool found = b->sources && lo < b->n_series && b->ids[b->by_id[lo]] == id;
+        *ret_n = found ? b->n_sources[b->by_id[lo]] : 0;
+        return found ? b->sources[b->by_id[lo]] : NULL;
+}
+
+/* SELECT id FROM series WHERE metric = <family `derived`> AND, for each
+ * label that matches one of its source family's, the label is the same as
+ * that label of series ?1 (of the source family). */
+static int dependents_sql(int derived, char *buf, size_t size) {
         const struct metric_desc *d = &metric_table[derived], *src = &metric_table[d->derived_from];
-        size_t len = (size_t) snprintf(buf, size, "SELECT id FROM series WHERE metric = '%s'",
-                                       dependents ? d->name : src->name);
+        size_t len = (size_t) snprintf(buf, size, "SELECT id FROM series WHERE metric = '%s'", d->name);
         for (size_t i = 0; i < metric_label_count(d) && len < size; i++) {
                 const char *theirs = d->derived_labels[i] ? d->derived_labels[i] : d->labels[i];
-                if (metric_label_index(src, theirs) < 0)
-                        continue;
-                const char *wanted = dependents ? d->labels[i] : theirs, *given = dependents ? theirs : d->labels[i];
-                len += (size_t) snprintf(buf + len, size - len,
-                                         " AND json_extract(labels, '$.%s') IS "
-                                         "(SELECT json_extract(labels, '$.%s') FROM series WHERE id = ?1)",
-                                         wanted, given);
+                if (metric_label_index(src, theirs) >= 0)
+                        len += (size_t) snprintf(buf + len, size - len,
+                                                 " AND json_extract(labels, '$.%s') IS "
+                                                 "(SELECT json_extract(labels, '$.%s') FROM series WHERE id = ?1)",
+                                                 d->labels[i], theirs);
         }
-        if (len < size)
-                len += (size_t) snprintf(buf + len, size - len, " ORDER BY id");
         return len < size ? 0 : -ENOBUFS;
 }
 
-int store_find_related(sqlite3 *db, sqlite3_stmt **st, int derived, bool dependents, int64_t id, int64_t *ids,
-                       size_t *ret_n) {
+int store_find_dependents(sqlite3 *db, sqlite3_stmt **st, int derived, int64_t id, int64_t **ret, size_t *ret_n) {
         char sql[1024];
-        size_t n = 0;
+        int64_t *ids = NULL;
+        size_t n = 0, cap = 0;
         int rc, r = 0;
-        *ret_n = 0;
         if (!*st) {
-                r = relation_sql(derived, dependents, sql, sizeof(sql));
+                r = dependents_sql(derived, sql, sizeof(sql));
                 if (r == 0)
                         r = sql_prepare(db, sql, st);
                 if (r < 0)
                         return r;
         }
         sqlite3_bind_int64(*st, 1, id);
-        while ((rc = sqlite3_step(*st)) == SQLITE_ROW && n <= DERIVE_SOURCES_MAX) {
-                if (n < DERIVE_SOURCES_MAX)
-                        ids[n] = sqlite3_column_int64(*st, 0);
-                n++;
+        while (r == 0 && (rc = sqlite3_step(*st)) == SQLITE_ROW) {
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 4;
+                        int64_t *grown = realloc(ids, cap * sizeof(*ids));
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ids = grown;
+                }
+                ids[n++] = sqlite3_column_int64(*st, 0);
         }
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        if (r == 0 && rc != SQLITE_DONE)
                 r = sql_errno(rc);
         sqlite3_reset(*st);
-        if (r == 0 && n <= DERIVE_SOURCES_MAX)
-                *ret_n = n;
-        return r;
+        if (r < 0) {
+                free(ids);
+                return r;
+        }
+        *ret = ids;
+        *ret_n = n;
+        return 0;
 }

@@ -254,14 +254,19 @@ int store_read_hour(sqlite3_stmt *hour_chunk, int64_t id, int64_t hour, struct s
  * the family), then by id; ?1 and ?2 the rank and id to start from. */
 int store_compact_order_sql(char *buf, size_t size);
 
-/* The series related to series id through the derivation of family
- * `derived`: its sources when id is of that family, or with dependents
- * set, the series of that family derived from id (of its source family).
- * By id; *ret_n 0 when there are none or more than DERIVE_SOURCES_MAX.
- * *st holds the statement between calls (NULL at first; the caller
- * finalizes it). */
-int store_find_related(sqlite3 *db, sqlite3_stmt **st, int derived, bool dependents, int64_t id, int64_t *ids,
-                       size_t *ret_n);
+/* Finds each registered series' sources among the registered series (a
+ * series of a derived family and its sources are known to each other by
+ * their labels), after their ids are known. 0 or -ENOMEM. */
+int store_link_sources(struct tickbuf *b);
+
+/* The sources of registered series id (*ret_n of them; none for a series
+ * that is not registered or not derived). */
+const int64_t *store_sources_of(const struct tickbuf *b, int64_t id, size_t *ret_n);
+
+/* The ids of the series of family `derived` whose source is series id,
+ * registered or not (a malloc()ed array in *ret). *st holds the
+ * statement between calls (NULL at first; the caller finalizes it). */
+int store_find_dependents(sqlite3 *db, sqlite3_stmt **st, int derived, int64_t id, int64_t **ret, size_t *ret_n);
 
 /* ---- store-retention.c ---- */
 

@@ -174,7 +174,7 @@ int store_write_series(struct store *s, struct tickbuf *b) {
         sort_ids = ids;
         qsort(by_id, n, sizeof(*by_id), by_id_cmp);
         atomic_fetch_add(&s->series_generation, 1);
-        return 0;
+        return store_link_sources(b);
 }
 
 /* Writes what the buffer holds and the database lacks, in one

@@ -43,6 +43,8 @@ void tickbuf_free(struct tickbuf *b) {
         free(b->series);
         free(b->ids);
         free(b->by_id);
+        free(b->sources);
+        free(b->n_sources);
         free(b->is_gauge);
         free(b->ts);
         free(b->values);

@@ -10,6 +10,8 @@
 
 #include "lib/inventory.h"
 
+#define TICKBUF_SOURCES_MAX 8 /* storage/derive.h's DERIVE_SOURCES_MAX */
+
 struct tickbuf {
         /* The series store_register_series() was given (kept for a
          * database opened late), their database ids (set by whoever
@@ -20,6 +22,10 @@ struct tickbuf {
         int64_t *ids;
         uint32_t *by_id;
         uint8_t *is_gauge;
+        /* For a series of a derived family (lib/metric.h), the ids of its
+         * sources among these, ascending (store_link_sources()). */
+        int64_t (*sources)[TICKBUF_SOURCES_MAX];
+        uint8_t *n_sources;
 
         /* Ticks: ts[t], and values/valid[t * n_series + i]. The first
          * n_durable are in the database's recent table. */
