@@ -666,6 +666,10 @@ static void split_read(struct in *r, size_t m, unsigned width, double *v) {
  * the whole range and each change of exponent. */
 #define BANDS_MAX 256
 #define CODE_BITS_MAX 15
+/* Shorter streams (a minute's head chunk, an hour of minute rollups)
+ * seldom repay the table, and trying costs the tick loop more than it
+ * saves: they are not tried. */
+#define BANDS_SAMPLES_MIN 512
 
 struct bands {
         uint64_t lo;
@@ -915,7 +919,7 @@ static void values_write(struct out *o, const double *v, size_t n, int64_t *x, i
         unsigned width = split_width(v, n);
         uint64_t split_bits = split_write(NULL, v, n, width);
         struct bands bands = { 0 };
-        uint64_t bands_bits = bands_plan(v, n, &bands);
+        uint64_t bands_bits = n >= BANDS_SAMPLES_MIN ? bands_plan(v, n, &bands) : UINT64_MAX;
         if (bands_bits < split_bits && bands_bits < xor_bits && (!have_int || bands_bits < best.bits)) {
                 bands_write(o, v, n, &bands);
         } else if (have_int && best.bits <= xor_bits && best.bits <= split_bits) {
