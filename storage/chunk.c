@@ -666,6 +666,7 @@ static void split_read(struct in *r, size_t m, unsigned width, double *v) {
  * the whole range and each change of exponent. */
 #define BANDS_MAX 256
 #define CODE_BITS_MAX 15
+#define TABLE_BITS 10
 /* Shorter streams (a minute's head chunk, an hour of minute rollups)
  * seldom repay the table, and trying costs the tick loop more than it
  * saves: they are not tried. */
@@ -846,9 +847,12 @@ static void bands_read(struct in *r, size_t m, double *v) {
                 r->bad = true;
                 return;
         }
-        /* Decoding by length: the codes of one length are consecutive
-         * from first[l], given to the bands of that length in order,
-         * which by_code lists from at[l]. */
+        /* Codes of up to TABLE_BITS bits by one look-up of that many bits
+         * (the band << 4 | the code's length; 0 for a longer code); longer
+         * ones by length: the codes of one length are consecutive from
+         * first[l], given to the bands of that length in order, which
+         * by_code lists from at[l]. */
+        uint16_t table[1 << TABLE_BITS] = { 0 };
         uint32_t first[CODE_BITS_MAX + 1] = { 0 }, count[CODE_BITS_MAX + 1] = { 0 }, code = 0;
         unsigned at[CODE_BITS_MAX + 1] = { 0 }, fill[CODE_BITS_MAX + 1], by_code[BANDS_MAX];
         for (unsigned j = 0; j < b.n; j++)
@@ -859,26 +863,45 @@ static void bands_read(struct in *r, size_t m, double *v) {
                 at[l] = fill[l] = k;
                 k += count[l];
         }
-        for (unsigned j = 0; j < b.n; j++)
-                if (b.len[j] > 0)
-                        by_code[fill[b.len[j]]++] = j;
+        for (unsigned j = 0; j < b.n; j++) {
+                unsigned l = b.len[j];
+                if (l == 0)
+                        continue;
+                uint32_t c = first[l] + (fill[l] - at[l]);
+                by_code[fill[l]++] = j;
+                if (l > TABLE_BITS)
+                        continue;
+                for (uint32_t e = c << (TABLE_BITS - l); e < (c + 1) << (TABLE_BITS - l); e++)
+                        table[e] = (uint16_t) (j << 4 | l);
+        }
         for (size_t i = 0; i < m && !r->bad; i++) {
-                unsigned j = 0;
+                uint64_t w = in_peek(r), low = 0;
+                unsigned j = 0, l = 0;
                 if (b.n > 1) {
-                        uint64_t w = in_peek(r);
-                        unsigned l = 1;
-                        while (l <= CODE_BITS_MAX && (uint32_t) (w >> (64 - l)) - first[l] >= count[l])
-                                l++;
-                        if (l > CODE_BITS_MAX) {
-                                r->bad = true;
-                                return;
+                        uint16_t e = table[w >> (64 - TABLE_BITS)];
+                        j = e >> 4;
+                        l = e & 15;
+                        if (e == 0) {
+                                l = TABLE_BITS + 1;
+                                while (l <= CODE_BITS_MAX && (uint32_t) (w >> (64 - l)) - first[l] >= count[l])
+                                        l++;
+                                if (l > CODE_BITS_MAX) {
+                                        r->bad = true;
+                                        return;
+                                }
+                                j = by_code[at[l] + ((uint32_t) (w >> (64 - l)) - first[l])];
                         }
-                        j = by_code[at[l] + ((uint32_t) (w >> (64 - l)) - first[l])];
-                        r->pos += l;
+                }
+                /* The low bits from the same 57 bits when they hold them. */
+                if (l + b.shift <= 57) {
+                        low = b.shift ? (w << l) >> (64 - b.shift) : 0;
+                        r->pos += l + b.shift;
                         if (r->pos > r->size * 8)
                                 r->bad = true;
+                } else {
+                        r->pos += l;
+                        low = in_bits(r, b.shift);
                 }
-                uint64_t low = in_bits(r, b.shift);
                 v[i] = bits_double(b.lo + ((b.band[j] << b.shift | low) << b.zeros));
         }
 }

@@ -169,7 +169,7 @@ static int residuals(enum metric_derive rule, const struct derive_source *source
                         double back = (double) counter / 1e6;
                         if (memcmp(&back, &v[i], sizeof(back)) != 0)
                                 return -EDOM;
-                        uint64_t increase = (uint64_t) predict_increase(&p, ts[i], ts[i - 1]);
+                        uint64_t increase = i > 0 ? (uint64_t) predict_increase(&p, ts[i], ts[i - 1]) : 0;
                         r = i == 0 ? counter : (int64_t) ((uint64_t) counter - (uint64_t) prev - increase);
                         prev = counter;
                 }

@@ -258,6 +258,15 @@ static void chunk_encode__values_in_bands__near_their_entropy(void **state) {
         assert_true(round_trip(ts, v, N) < N * 29 / 10);
         for (size_t n = 512; n <= 1800; n += 181)
                 round_trip(ts, v + n, n);
+        /* A skewed spread over 200 bands: codes of up to 15 bits. */
+        static double skewed[N];
+        for (int i = 0; i < N; i++) {
+                unsigned k = 0;
+                while (k < 199 && rng() % 2 == 0)
+                        k++;
+                skewed[i] = (float) (0.5 + (double) k / 512 + (double) (rng() % 1000) / 1e6);
+        }
+        round_trip(ts, skewed, N);
 
         uint8_t *data = NULL;
         size_t size = 0;
