@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/bits.h"
 #include "storage/chunk.h"
 
 /* Layout (docs/storage.md): byte 0 is CHUNK_FORMAT | the number of
@@ -193,18 +194,6 @@ static uint64_t in_gamma(struct in *r) {
                 return 1;
         }
         return in_bits(r, 2 * zeros + 1);
-}
-
-static uint64_t double_bits(double v) {
-        uint64_t u;
-        memcpy(&u, &v, sizeof(u));
-        return u;
-}
-
-static double bits_double(uint64_t u) {
-        double v;
-        memcpy(&v, &u, sizeof(v));
-        return v;
 }
 
 /* ---- integer streams ---------------------------------------------------- */

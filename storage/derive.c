@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/bits.h"
 #include "storage/chunk.h"
 #include "storage/derive.h"
 #include "storage/precision.h"
@@ -13,18 +14,6 @@
 #define DERIVE_FORMAT 0x50
 /* Residuals are whole numbers held exactly in a double. */
 #define RESIDUAL_MAX 9007199254740992.0 /* 2^53 */
-
-static uint64_t double_bits(double v) {
-        uint64_t u;
-        memcpy(&u, &v, sizeof(u));
-        return u;
-}
-
-static double bits_double(uint64_t u) {
-        double v;
-        memcpy(&v, &u, sizeof(v));
-        return v;
-}
 
 /* The sources' samples at each timestamp of the chunk, in order: one
  * cursor per source that only moves forward. */

@@ -31,7 +31,7 @@
 
 #include "lib/metric.h"
 
-#define DERIVE_SOURCES_MAX 8 /* storage/tickbuf.h's TICKBUF_SOURCES_MAX too */
+#define DERIVE_SOURCES_MAX 8
 
 /* The samples of one source series in the chunk's hour, ts ascending. */
 struct derive_source {

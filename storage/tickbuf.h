@@ -9,8 +9,7 @@
 #include <stdint.h>
 
 #include "lib/inventory.h"
-
-#define TICKBUF_SOURCES_MAX 8 /* storage/derive.h's DERIVE_SOURCES_MAX */
+#include "storage/derive.h"
 
 struct tickbuf {
         /* The series store_register_series() was given (kept for a
@@ -24,7 +23,7 @@ struct tickbuf {
         uint8_t *is_gauge;
         /* For a series of a derived family (lib/metric.h), the ids of its
          * sources among these, ascending (store_link_sources()). */
-        int64_t (*sources)[TICKBUF_SOURCES_MAX];
+        int64_t (*sources)[DERIVE_SOURCES_MAX];
         uint8_t *n_sources;
 
         /* Ticks: ts[t], and values/valid[t * n_series + i]. The first
