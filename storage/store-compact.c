@@ -18,7 +18,6 @@ enum {
         ST_HEAD,
         ST_HEAD_DELETE,
         ST_CHUNK,
-        ST_CHUNK_PUT,
         ST_MINUTES_PUT,
         ST_HOUR_PUT,
         ST_MINUTES_DELETE,
@@ -32,7 +31,6 @@ static const char *const compact_sql[ST__COUNT] = {
                     "ORDER BY start_ts",
         [ST_HEAD_DELETE] = "DELETE FROM head WHERE rowid = ?1",
         [ST_CHUNK] = STORE_HOUR_CHUNK,
-        [ST_CHUNK_PUT] = STORE_PUT_CHUNK,
         [ST_MINUTES_PUT] = STORE_PUT_MINUTES,
         [ST_HOUR_PUT] = "INSERT OR REPLACE INTO rollup_1h(series_id, ts, min, max, sum, count, last) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -53,6 +51,7 @@ struct compactor {
         int64_t *rowids; /* head rows merged */
         size_t n_rowids, cap_rowids;
         struct store_samples sources[DERIVE_SOURCES_MAX], hourly;
+        struct store_packer packer;
 };
 
 static void compactor_done(struct compactor *c) {
@@ -60,6 +59,7 @@ static void compactor_done(struct compactor *c) {
                 sqlite3_finalize(c->st[i]);
         for (int m = 0; m < METRIC__COUNT; m++)
                 sqlite3_finalize(c->st_dependents[m]);
+        store_packer_close(&c->packer);
         free(c->ts);
         free(c->v);
         free(c->rowids);
@@ -146,8 +146,8 @@ static int underive_dependents(struct compactor *c, int64_t id, int metric, int6
                         r = n < 0 ? n
                                   : chunk_encode(dep->ts, (const double *const[]){ dep->v }, 1, dep->n, &data, &size);
                         if (r == 0)
-                                r = store_put_chunk(c->st[ST_CHUNK_PUT], ids[j], hour, data, size, dep->ts[0],
-                                                    dep->ts[dep->n - 1], dep->n);
+                                r = store_put_hourly(&c->packer, ids[j], hour, data, size, dep->ts[0],
+                                                     dep->ts[dep->n - 1], dep->n);
                         free(data);
                 }
                 free(ids);
@@ -350,7 +350,7 @@ static int compact_series(struct compactor *c, int64_t id, int metric, int64_t h
         if (r == 0 && c->n > 0)
                 r = encode_hour(c, id, metric, hour, &data, &size);
         if (r == 0 && c->n > 0)
-                r = store_put_chunk(c->st[ST_CHUNK_PUT], id, hour, data, size, c->ts[0], c->ts[c->n - 1], c->n);
+                r = store_put_hourly(&c->packer, id, hour, data, size, c->ts[0], c->ts[c->n - 1], c->n);
         free(data);
         for (size_t i = 0; i < c->n_rowids && r == 0; i++) {
                 sqlite3_bind_int64(c->st[ST_HEAD_DELETE], 1, c->rowids[i]);
@@ -420,6 +420,8 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                         for (int i = 0; i < ST__COUNT && r == 0; i++)
                                 if (compact_sql[i])
                                         r = sql_prepare(s->db, compact_sql[i], &c.st[i]);
+                        if (r == 0)
+                                r = store_packer_open(&c.packer, s->db);
                         prepared = true;
                 }
                 if (r < 0)

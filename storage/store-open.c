@@ -103,11 +103,15 @@ int store_db_connect(struct store *s) {
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
+                r = store_data_register(s->db);
+        if (r == 0)
                 r = sql_quick_check(s->db);
         if (r == 0)
                 r = store_schema_setup(s);
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READONLY, &read_db);
+        if (r == 0)
+                r = store_data_register(read_db);
         if (r < 0) {
                 store_db_disconnect(s);
                 return r;
