@@ -114,8 +114,7 @@ int store_put_hourly(struct store_packer *p, int64_t series_id, int64_t hour, co
         sqlite3_bind_int64(st, 5, first);
         sqlite3_bind_int64(st, 6, last);
         sqlite3_bind_int64(st, 7, (int64_t) count);
-        r = sql_step_done(st);
-        return r;
+        return sql_step_done(st);
 }
 
 int store_collect_data(sqlite3 *db, int64_t before_ms) {
@@ -130,22 +129,11 @@ int store_collect_data(sqlite3 *db, int64_t before_ms) {
         return r;
 }
 
-/* chunk_bytes(hour, at, size): the statement that reads the rows, kept
- * with the connection. */
-struct chunk_reader {
-        sqlite3_stmt *rows;
-};
-
-static void reader_free(void *arg) {
-        struct chunk_reader *cr = arg;
-        sqlite3_finalize(cr->rows);
-        free(cr);
-}
-
 /* The bytes of a chunk, or NULL when its rows are missing or short (a
  * damaged file): the caller's decoder then reports the chunk damaged. */
 static void chunk_bytes(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-        struct chunk_reader *cr = sqlite3_user_data(ctx);
+        sqlite3 *db = sqlite3_context_db_handle(ctx);
+        sqlite3_stmt *rows = NULL;
         int64_t hour = sqlite3_value_int64(argv[0]), at = sqlite3_value_int64(argv[1]),
                 size = sqlite3_value_int64(argv[2]);
         (void) argc;
@@ -153,35 +141,38 @@ static void chunk_bytes(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                 sqlite3_result_null(ctx);
                 return;
         }
-        if (!cr->rows && sqlite3_prepare_v2(sqlite3_context_db_handle(ctx),
-                                            "SELECT id, data FROM chunk_data WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
-                                            -1, &cr->rows, NULL) != SQLITE_OK) {
-                sqlite3_result_error_code(ctx, sqlite3_errcode(sqlite3_context_db_handle(ctx)));
-                return;
-        }
-        uint8_t *out = malloc((size_t) size);
+        /* Prepared per call: a statement kept with the connection would
+         * keep sqlite3_close() from closing it. */
+        int rc = sqlite3_prepare_v2(db, "SELECT id, data FROM chunk_data WHERE id BETWEEN ?1 AND ?2 ORDER BY id", -1,
+                                    &rows, NULL);
+        uint8_t *out = rc == SQLITE_OK ? malloc((size_t) size) : NULL;
         if (!out) {
-                sqlite3_result_error_nomem(ctx);
+                sqlite3_finalize(rows);
+                if (rc == SQLITE_OK)
+                        sqlite3_result_error_nomem(ctx);
+                else
+                        sqlite3_result_error_code(ctx, rc);
                 return;
         }
         int64_t first = hour_base(hour) + at / STORE_DATA_ROW_BYTES;
         size_t skip = (size_t) (at % STORE_DATA_ROW_BYTES), got = 0;
-        int rc = SQLITE_DONE;
-        sqlite3_bind_int64(cr->rows, 1, first);
-        sqlite3_bind_int64(cr->rows, 2, first + (at + size - 1) / STORE_DATA_ROW_BYTES - at / STORE_DATA_ROW_BYTES);
-        for (int64_t want = first; got < (size_t) size && (rc = sqlite3_step(cr->rows)) == SQLITE_ROW; want++) {
-                size_t n = (size_t) sqlite3_column_bytes(cr->rows, 1);
-                /* Rows are consecutive, and all full but the stream's last. */
-                if (sqlite3_column_int64(cr->rows, 0) != want || n <= skip)
+        sqlite3_bind_int64(rows, 1, first);
+        sqlite3_bind_int64(rows, 2, first + (at + size - 1) / STORE_DATA_ROW_BYTES - at / STORE_DATA_ROW_BYTES);
+        for (int64_t want = first; got < (size_t) size && (rc = sqlite3_step(rows)) == SQLITE_ROW; want++) {
+                size_t n = (size_t) sqlite3_column_bytes(rows, 1);
+                /* Rows are consecutive, and full but for the stream's last. */
+                if (sqlite3_column_int64(rows, 0) != want || n <= skip || n > STORE_DATA_ROW_BYTES)
                         break;
                 n -= skip;
-                if (n > (size_t) size - got)
+                if (n >= (size_t) size - got)
                         n = (size_t) size - got;
-                memcpy(out + got, (const uint8_t *) sqlite3_column_blob(cr->rows, 1) + skip, n);
+                else if (n + skip < STORE_DATA_ROW_BYTES)
+                        break;
+                memcpy(out + got, (const uint8_t *) sqlite3_column_blob(rows, 1) + skip, n);
                 got += n;
                 skip = 0;
         }
-        sqlite3_reset(cr->rows);
+        sqlite3_finalize(rows);
         bool read = rc == SQLITE_ROW || rc == SQLITE_DONE;
         if (read && got == (size_t) size) {
                 sqlite3_result_blob(ctx, out, (int) size, free);
@@ -195,9 +186,6 @@ static void chunk_bytes(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 int store_data_register(sqlite3 *db) {
-        struct chunk_reader *cr = calloc(1, sizeof(*cr));
-        if (!cr)
-                return -ENOMEM;
-        return sql_errno(sqlite3_create_function_v2(db, "chunk_bytes", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, cr,
-                                                    chunk_bytes, NULL, NULL, reader_free));
+        return sql_errno(sqlite3_create_function(db, "chunk_bytes", 3, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                                 chunk_bytes, NULL, NULL));
 }

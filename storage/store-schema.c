@@ -6,7 +6,7 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-/* Schema 4 (docs/storage.md): series with JSON labels so that
+/* Schema 5 (docs/storage.md): series with JSON labels so that
  * `sqlite3 neurond.db` users can filter with json_extract(); every tier as
  * compressed chunks (storage/chunk.h) except the 1-hour rollups, a row a
  * person can read per series and hour. Raw samples reach the database as
@@ -16,8 +16,9 @@
  * hourly chunks live in separate tables so that the churn of the first
  * does not leave holes among the second. A minute rollup row's key
  * (STORE_MINUTES_KEY) puts a series' hours side by side: a week of one
- * series is a few adjacent pages. 4 KiB pages: chunks larger than a page
- * go to overflow pages that they fill, and a tick's commit writes little. */
+ * series is a few adjacent pages. 4 KiB pages, so that a tick's commit
+ * writes little; hourly chunks' bytes fill them in chunk_data
+ * (store-data.c). */
 static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  id INTEGER PRIMARY KEY,"
                                  "  metric TEXT NOT NULL,"
