@@ -113,6 +113,7 @@ int store_db_connect(struct store *s) {
         if (r == 0)
                 r = store_data_register(read_db);
         if (r < 0) {
+                sqlite3_close(read_db);
                 store_db_disconnect(s);
                 return r;
         }
