@@ -112,11 +112,24 @@ static int add_chunk(struct compactor *c, const uint8_t *data, size_t size, bool
         return 0;
 }
 
+/* store_read_hour() of chunks this pass may have written: one whose
+ * bytes (or a source's) are still in the packer's last row reads as
+ * damaged (the database has a shorter row, or none, there) until that row
+ * is written. The bytes the database has are the row's start, never
+ * others. */
+static int read_hour(struct compactor *c, int64_t id, int64_t hour, struct store_samples *out) {
+        int n = store_read_hour(c->st[ST_CHUNK], id, hour, out);
+        if (n != -EBADMSG || !c->packer.dirty)
+                return n;
+        int r = store_packer_flush(&c->packer);
+        return r < 0 ? r : store_read_hour(c->st[ST_CHUNK], id, hour, out);
+}
+
 /* The series' chunk of the hour from an earlier compaction (a restart or
  * a clock set back brought more samples to the hour), which may be
  * derived. */
 static int add_hourly(struct compactor *c, int64_t id, int64_t hour) {
-        int n = store_read_hour(c->st[ST_CHUNK], id, hour, &c->hourly);
+        int n = read_hour(c, id, hour, &c->hourly);
         /* None, or one that does not decode: it is replaced. */
         if (n == -ENOENT || n == -EBADMSG)
                 return 0;
@@ -138,7 +151,7 @@ static int underive_dependents(struct compactor *c, int64_t id, int metric, int6
                 r = store_find_dependents(c->db, &c->st_dependents[d], d, id, &ids, &n_ids);
                 for (size_t j = 0; j < n_ids && r == 0; j++) {
                         struct store_samples *dep = &c->sources[0];
-                        int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, dep);
+                        int n = read_hour(c, ids[j], hour, dep);
                         if (n == -ENOENT || n == -EBADMSG)
                                 continue;
                         uint8_t *data = NULL;
@@ -168,7 +181,7 @@ static int encode_hour(struct compactor *c, int64_t id, int metric, int64_t hour
         if (n_ids == 0)
                 return 0;
         for (size_t j = 0; j < n_ids; j++) {
-                int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, &c->sources[j]);
+                int n = read_hour(c, ids[j], hour, &c->sources[j]);
                 if (n < 0)
                         return n == -ENOENT || n == -EBADMSG ? 0 : n;
                 views[j] = (struct derive_source){ c->sources[j].ts, c->sources[j].v, c->sources[j].n };
@@ -450,6 +463,8 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                         s->compact_hour = INT64_MIN;
                 }
         }
+        if (r == 0)
+                r = store_packer_flush(&c.packer);
         compactor_done(&c);
         if (r == 0 && ret_more)
                 *ret_more = more;

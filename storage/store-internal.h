@@ -287,6 +287,7 @@ struct store_packer {
         int64_t hour; /* whose stream buf continues; INT64_MIN: none */
         int64_t row;  /* buf's place in it */
         size_t fill;
+        bool dirty; /* buf holds bytes the database does not */
         uint8_t buf[STORE_DATA_ROW_BYTES];
 };
 
@@ -295,7 +296,12 @@ void store_packer_close(struct store_packer *p);
 
 /* Series series_id's chunk of the hour: the encoded samples, their first
  * and last times and their number (replacing its earlier chunk of the
- * hour, whose bytes stay unused in the stream until the hour is deleted). */
+ * hour, whose bytes stay unused in the stream until the hour is deleted).
+ * Full rows are written at once; the stream's last row, which every small
+ * chunk would rewrite, only by store_packer_flush(): before the commit,
+ * and before a chunk whose bytes may be in it is read on the same
+ * connection. */
+int store_packer_flush(struct store_packer *p);
 int store_put_hourly(struct store_packer *p, int64_t series_id, int64_t hour, const uint8_t *data, size_t size,
                      int64_t first, int64_t last, size_t count);
 
@@ -304,8 +310,10 @@ int store_put_hourly(struct store_packer *p, int64_t series_id, int64_t hour, co
 int store_collect_data(sqlite3 *db, int64_t before_ms);
 
 /* Defines chunk_bytes(hour, at, size) on a connection: the bytes of a
- * chunk (NULL when its rows are missing or short). */
+ * chunk (NULL when its rows are missing or short). store_data_release()
+ * undefines it, as it must be before sqlite3_close(); NULL is a no-op. */
 int store_data_register(sqlite3 *db);
+void store_data_release(sqlite3 *db);
 
 /* ---- store-retention.c ---- */
 

@@ -130,6 +130,8 @@ static int migrate_raw_2(struct store *s, int64_t pending_from) {
                         b.n += (size_t) n;
                 }
         }
+        if (r == 0)
+                r = store_packer_flush(&put);
         sqlite3_finalize(sel);
         store_packer_close(&put);
         free(b.ts);
@@ -221,6 +223,8 @@ int store_migrate_from_4(struct store *s) {
                                      (size_t) sqlite3_column_int64(sel, 5));
         if (r == 0 && rc != SQLITE_DONE)
                 r = sql_errno(rc);
+        if (r == 0)
+                r = store_packer_flush(&put);
         sqlite3_finalize(sel);
         store_packer_close(&put);
         if (r == 0)

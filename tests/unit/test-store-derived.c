@@ -140,6 +140,7 @@ static int64_t db_int(const char *sql) {
         if (sqlite3_step(st) == SQLITE_ROW)
                 v = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
+        store_data_release(db);
         sqlite3_close(db);
         return v;
 }
@@ -149,6 +150,7 @@ static void db_exec(const char *sql) {
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
         assert_int_equal(store_data_register(db), 0);
         assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        store_data_release(db);
         sqlite3_close(db);
 }
 
