@@ -237,8 +237,8 @@ static void print_families(const char *path) {
         char cmd[4400];
         snprintf(cmd, sizeof(cmd),
                  "sqlite3 -separator ' ' '%s' \"SELECT s.metric, count(DISTINCT s.id), sum(c.count),"
-                 " round(1.0 * sum(length(c.data)) / sum(c.count), 3) FROM chunks c JOIN series s ON s.id = c.series_id"
-                 " GROUP BY s.metric ORDER BY sum(length(c.data)) DESC\"",
+                 " round(1.0 * sum(c.size) / sum(c.count), 3) FROM chunks c JOIN series s ON s.id = c.series_id"
+                 " GROUP BY s.metric ORDER BY sum(c.size) DESC\"",
                  path);
         FILE *p = popen(cmd, "r");
         char metric[128];
@@ -246,7 +246,7 @@ static void print_families(const char *path) {
         double per_sample;
         if (!p)
                 return;
-        printf("  raw chunks by family: series, samples, bytes/sample (the hourly chunks table)\n");
+        printf("  raw chunks by family: series, samples, bytes/sample (the hourly chunks' bytes)\n");
         while (fscanf(p, "%127s %lld %lld %lf", metric, &series, &samples, &per_sample) == 4)
                 printf("  %-50s %6lld %10lld %8.3f\n", metric, series, samples, per_sample);
         pclose(p);
@@ -333,7 +333,8 @@ int main(int argc, char **argv) {
                         return 1;
                 }
         }
-        int64_t chunk_bytes = db_int(path, "SELECT sum(pgsize) FROM dbstat WHERE name IN ('chunks', 'head')");
+        int64_t chunk_bytes =
+                db_int(path, "SELECT sum(pgsize) FROM dbstat WHERE name IN ('chunks', 'chunk_data', 'head')");
         int64_t file_bytes = db_int(path, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
 
         printf("%-52s %12s   %s\n", "figure", "measured", "goal");

@@ -466,7 +466,8 @@ static int reader_open(struct reader *rd, int64_t from, int64_t to, int64_t id_l
         };
         sqlite3 *db = rd->s->read_db;
         int r = sql_prepare(db,
-                            "SELECT hour, data FROM chunks WHERE series_id = ?1 AND hour >= ?2 AND hour <= ?3 "
+                            "SELECT hour, chunk_bytes(hour, at, size) FROM chunks WHERE series_id = ?1 AND hour >= ?2 "
+                            "AND hour <= ?3 "
                             "ORDER BY hour",
                             &rd->chunks);
         if (r == 0)

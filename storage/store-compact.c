@@ -18,7 +18,6 @@ enum {
         ST_HEAD,
         ST_HEAD_DELETE,
         ST_CHUNK,
-        ST_CHUNK_PUT,
         ST_MINUTES_PUT,
         ST_HOUR_PUT,
         ST_MINUTES_DELETE,
@@ -32,7 +31,6 @@ static const char *const compact_sql[ST__COUNT] = {
                     "ORDER BY start_ts",
         [ST_HEAD_DELETE] = "DELETE FROM head WHERE rowid = ?1",
         [ST_CHUNK] = STORE_HOUR_CHUNK,
-        [ST_CHUNK_PUT] = STORE_PUT_CHUNK,
         [ST_MINUTES_PUT] = STORE_PUT_MINUTES,
         [ST_HOUR_PUT] = "INSERT OR REPLACE INTO rollup_1h(series_id, ts, min, max, sum, count, last) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -53,6 +51,7 @@ struct compactor {
         int64_t *rowids; /* head rows merged */
         size_t n_rowids, cap_rowids;
         struct store_samples sources[DERIVE_SOURCES_MAX], hourly;
+        struct store_packer packer;
 };
 
 static void compactor_done(struct compactor *c) {
@@ -60,6 +59,7 @@ static void compactor_done(struct compactor *c) {
                 sqlite3_finalize(c->st[i]);
         for (int m = 0; m < METRIC__COUNT; m++)
                 sqlite3_finalize(c->st_dependents[m]);
+        store_packer_close(&c->packer);
         free(c->ts);
         free(c->v);
         free(c->rowids);
@@ -112,11 +112,24 @@ static int add_chunk(struct compactor *c, const uint8_t *data, size_t size, bool
         return 0;
 }
 
+/* store_read_hour() of chunks this pass may have written: one whose
+ * bytes (or a source's) are still in the packer's last row reads as
+ * damaged (the database has a shorter row, or none, there) until that row
+ * is written. The bytes the database has are the row's start, never
+ * others. */
+static int read_hour(struct compactor *c, int64_t id, int64_t hour, struct store_samples *out) {
+        int n = store_read_hour(c->st[ST_CHUNK], id, hour, out);
+        if (n != -EBADMSG || !c->packer.dirty)
+                return n;
+        int r = store_packer_flush(&c->packer);
+        return r < 0 ? r : store_read_hour(c->st[ST_CHUNK], id, hour, out);
+}
+
 /* The series' chunk of the hour from an earlier compaction (a restart or
  * a clock set back brought more samples to the hour), which may be
  * derived. */
 static int add_hourly(struct compactor *c, int64_t id, int64_t hour) {
-        int n = store_read_hour(c->st[ST_CHUNK], id, hour, &c->hourly);
+        int n = read_hour(c, id, hour, &c->hourly);
         /* None, or one that does not decode: it is replaced. */
         if (n == -ENOENT || n == -EBADMSG)
                 return 0;
@@ -138,7 +151,7 @@ static int underive_dependents(struct compactor *c, int64_t id, int metric, int6
                 r = store_find_dependents(c->db, &c->st_dependents[d], d, id, &ids, &n_ids);
                 for (size_t j = 0; j < n_ids && r == 0; j++) {
                         struct store_samples *dep = &c->sources[0];
-                        int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, dep);
+                        int n = read_hour(c, ids[j], hour, dep);
                         if (n == -ENOENT || n == -EBADMSG)
                                 continue;
                         uint8_t *data = NULL;
@@ -146,8 +159,8 @@ static int underive_dependents(struct compactor *c, int64_t id, int metric, int6
                         r = n < 0 ? n
                                   : chunk_encode(dep->ts, (const double *const[]){ dep->v }, 1, dep->n, &data, &size);
                         if (r == 0)
-                                r = store_put_chunk(c->st[ST_CHUNK_PUT], ids[j], hour, data, size, dep->ts[0],
-                                                    dep->ts[dep->n - 1], dep->n);
+                                r = store_put_hourly(&c->packer, ids[j], hour, data, size, dep->ts[0],
+                                                     dep->ts[dep->n - 1], dep->n);
                         free(data);
                 }
                 free(ids);
@@ -168,7 +181,7 @@ static int encode_hour(struct compactor *c, int64_t id, int metric, int64_t hour
         if (n_ids == 0)
                 return 0;
         for (size_t j = 0; j < n_ids; j++) {
-                int n = store_read_hour(c->st[ST_CHUNK], ids[j], hour, &c->sources[j]);
+                int n = read_hour(c, ids[j], hour, &c->sources[j]);
                 if (n < 0)
                         return n == -ENOENT || n == -EBADMSG ? 0 : n;
                 views[j] = (struct derive_source){ c->sources[j].ts, c->sources[j].v, c->sources[j].n };
@@ -350,7 +363,7 @@ static int compact_series(struct compactor *c, int64_t id, int metric, int64_t h
         if (r == 0 && c->n > 0)
                 r = encode_hour(c, id, metric, hour, &data, &size);
         if (r == 0 && c->n > 0)
-                r = store_put_chunk(c->st[ST_CHUNK_PUT], id, hour, data, size, c->ts[0], c->ts[c->n - 1], c->n);
+                r = store_put_hourly(&c->packer, id, hour, data, size, c->ts[0], c->ts[c->n - 1], c->n);
         free(data);
         for (size_t i = 0; i < c->n_rowids && r == 0; i++) {
                 sqlite3_bind_int64(c->st[ST_HEAD_DELETE], 1, c->rowids[i]);
@@ -420,6 +433,8 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                         for (int i = 0; i < ST__COUNT && r == 0; i++)
                                 if (compact_sql[i])
                                         r = sql_prepare(s->db, compact_sql[i], &c.st[i]);
+                        if (r == 0)
+                                r = store_packer_open(&c.packer, s->db);
                         prepared = true;
                 }
                 if (r < 0)
@@ -448,6 +463,8 @@ int store_compact(struct store *s, int64_t before_ms, size_t budget, bool *ret_m
                         s->compact_hour = INT64_MIN;
                 }
         }
+        if (r == 0)
+                r = store_packer_flush(&c.packer);
         compactor_done(&c);
         if (r == 0 && ret_more)
                 *ret_more = more;

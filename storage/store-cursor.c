@@ -51,11 +51,12 @@ static int read_chunks(struct store *s, const struct cursor_position *after, siz
         int rc, r = sql_prepare(s->read_db, "SELECT id FROM series ORDER BY id", &ids);
 
         if (r == 0)
-                r = sql_prepare(s->read_db,
-                                "SELECT end_ts, data FROM (SELECT start_ts, end_ts, data FROM chunks "
-                                "WHERE series_id = ?1 AND end_ts >= ?2 UNION ALL SELECT start_ts, end_ts, data "
-                                "FROM head WHERE series_id = ?1 AND end_ts >= ?2) ORDER BY start_ts",
-                                &chunks);
+                r = sql_prepare(
+                        s->read_db,
+                        "SELECT end_ts, data FROM (SELECT start_ts, end_ts, chunk_bytes(hour, at, size) AS data FROM chunks "
+                        "WHERE series_id = ?1 AND end_ts >= ?2 UNION ALL SELECT start_ts, end_ts, data "
+                        "FROM head WHERE series_id = ?1 AND end_ts >= ?2) ORDER BY start_ts",
+                        &chunks);
         if (r == 0)
                 r = sql_prepare(s->read_db, STORE_HOUR_CHUNK, &hour_chunk);
         while (r == 0 && (rc = sqlite3_step(ids)) == SQLITE_ROW) {

@@ -8,6 +8,7 @@
  *   store-write.c      the tick path: recent rows, head chunks, series
  *   store-compact.c    an hour's head chunks merged into one, and its rollups
  *   store-derived.c    hourly chunks coded against other series' (storage/derive.h)
+ *   store-data.c       hourly chunks' bytes, packed into rows of a page
  *   store-retention.c  age limits per tier and the size cap
  *   query.c            range queries and the series list
  *   store-cursor.c     stored samples in order for forwarders, their saved positions
@@ -169,6 +170,8 @@ int store_prepare_writers(struct store *s);
  * to the current tables, inside the caller's transaction. */
 int store_migrate_from_1(struct store *s);
 int store_migrate_from_2(struct store *s);
+/* Moves schema 3's and 4's hourly chunks (chunks_4) into chunk_data. */
+int store_migrate_from_4(struct store *s);
 
 /* ---- store-write.c ---- */
 
@@ -190,15 +193,12 @@ int store_sync_ticks(struct store *s);
 
 /* ---- store-compact.c ---- */
 
-/* Statements that store_put_chunk() binds: a raw chunk row. */
-#define STORE_PUT_CHUNK                                                                                                \
-        "INSERT OR REPLACE INTO chunks(series_id, hour, data, start_ts, end_ts, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+/* The statement store_put_chunk() binds: a head chunk row. */
 #define STORE_PUT_HEAD                                                                                                 \
         "INSERT OR REPLACE INTO head(series_id, start_ts, data, end_ts, count) VALUES (?1, ?2, ?3, ?5, ?6)"
 
-/* Binds and runs one of those: the series, the row's key (the hour, or
- * the first sample's time), the encoded samples, their first and last
- * times and their number. */
+/* Binds and runs STORE_PUT_HEAD: the series, the first sample's time, the
+ * encoded samples, their first and last times and their number. */
 int store_put_chunk(sqlite3_stmt *st, int64_t series_id, int64_t key, const uint8_t *data, size_t size, int64_t first,
                     int64_t last, size_t count);
 
@@ -234,7 +234,7 @@ void store_samples_free(struct store_samples *s);
 
 /* The statement store_read_hour() and store_decode_raw() step: series ?1's
  * chunk of hour ?2. */
-#define STORE_HOUR_CHUNK "SELECT data FROM chunks WHERE series_id = ?1 AND hour = ?2"
+#define STORE_HOUR_CHUNK "SELECT chunk_bytes(hour, at, size) FROM chunks WHERE series_id = ?1 AND hour = ?2"
 
 /* Decodes a raw chunk of the hour into out (replacing what it held): an
  * ordinary one, or a derived one, whose sources' chunks of the same hour
@@ -267,6 +267,53 @@ const int64_t *store_sources_of(const struct tickbuf *b, int64_t id, size_t *ret
  * registered or not (a malloc()ed array in *ret). *st holds the
  * statement between calls (NULL at first; the caller finalizes it). */
 int store_find_dependents(sqlite3 *db, sqlite3_stmt **st, int derived, int64_t id, int64_t **ret, size_t *ret_n);
+
+/* ---- store-data.c ---- */
+
+/* The bytes of an hour's chunks, one after another in the order they were
+ * written, are one stream, cut into chunk_data rows of this many bytes:
+ * a row fills a 4 KiB page (SQLite keeps a record of up to the page size
+ * less 35 bytes in the page; the rowid and lengths take the rest), or a
+ * quarter of a 16 KiB one. Row ids: the hour's number since 1970 times
+ * STORE_DATA_ROWS_PER_HOUR, plus the row's place in the stream. */
+#define STORE_DATA_ROW_BYTES 4056
+#define STORE_DATA_ROWS_PER_HOUR 1048576
+#define STORE_DATA_ROWS_PER_HOUR_SQL "1048576"
+
+/* Writes hourly chunks: appends their bytes to their hour's stream and
+ * their rows to chunks. */
+struct store_packer {
+        sqlite3_stmt *tail, *put_row, *put_chunk;
+        int64_t hour; /* whose stream buf continues; INT64_MIN: none */
+        int64_t row;  /* buf's place in it */
+        size_t fill;
+        bool dirty; /* buf holds bytes the database does not */
+        uint8_t buf[STORE_DATA_ROW_BYTES];
+};
+
+int store_packer_open(struct store_packer *p, sqlite3 *db);
+void store_packer_close(struct store_packer *p);
+
+/* Series series_id's chunk of the hour: the encoded samples, their first
+ * and last times and their number (replacing its earlier chunk of the
+ * hour, whose bytes stay unused in the stream until the hour is deleted).
+ * Full rows are written at once; the stream's last row, which every small
+ * chunk would rewrite, only by store_packer_flush(): before the commit,
+ * and before a chunk whose bytes may be in it is read on the same
+ * connection. */
+int store_packer_flush(struct store_packer *p);
+int store_put_hourly(struct store_packer *p, int64_t series_id, int64_t hour, const uint8_t *data, size_t size,
+                     int64_t first, int64_t last, size_t count);
+
+/* Deletes the chunk_data rows of the hours that start before before_ms,
+ * once their chunks are deleted. */
+int store_collect_data(sqlite3 *db, int64_t before_ms);
+
+/* Defines chunk_bytes(hour, at, size) on a connection: the bytes of a
+ * chunk (NULL when its rows are missing or short). store_data_release()
+ * undefines it, as it must be before sqlite3_close(); NULL is a no-op. */
+int store_data_register(sqlite3 *db);
+void store_data_release(sqlite3 *db);
 
 /* ---- store-retention.c ---- */
 

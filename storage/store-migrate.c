@@ -36,7 +36,7 @@ static int samples_reserve(struct series_samples *b, size_t n) {
 /* Writes one series' samples: hours before `pending_from` as one chunk per
  * hour (their rollups exist), the rest as head chunks, whose hours become
  * pending so that compaction computes their rollups. */
-static int write_series(struct store *s, sqlite3_stmt *put, struct series_samples *b, int64_t pending_from) {
+static int write_series(struct store *s, struct store_packer *put, struct series_samples *b, int64_t pending_from) {
         size_t at = 0;
         int r = store_sort_samples(b->ts, b->v, &b->n);
         while (at < b->n && r == 0) {
@@ -51,7 +51,7 @@ static int write_series(struct store *s, sqlite3_stmt *put, struct series_sample
                         size_t size = 0;
                         r = chunk_encode(b->ts + at, (const double *const[]){ b->v + at }, 1, end - at, &data, &size);
                         if (r == 0)
-                                r = store_put_chunk(put, b->id, hour, data, size, b->ts[at], b->ts[end - 1], end - at);
+                                r = store_put_hourly(put, b->id, hour, data, size, b->ts[at], b->ts[end - 1], end - at);
                         free(data);
                 }
                 at = end;
@@ -98,18 +98,19 @@ int store_migrate_from_1(struct store *s) {
 /* Schema 2's raw tier (chunks_2): 5-minute chunks in its own format,
  * rewritten as one chunk per series and hour. */
 static int migrate_raw_2(struct store *s, int64_t pending_from) {
-        sqlite3_stmt *sel = NULL, *put = NULL;
+        sqlite3_stmt *sel = NULL;
+        struct store_packer put;
         struct series_samples b = { .id = -1 };
         int r, rc;
 
-        r = sql_prepare(s->db, "SELECT series_id, data FROM chunks_2 ORDER BY series_id, start_ts", &sel);
+        r = store_packer_open(&put, s->db);
         if (r == 0)
-                r = sql_prepare(s->db, STORE_PUT_CHUNK, &put);
+                r = sql_prepare(s->db, "SELECT series_id, data FROM chunks_2 ORDER BY series_id, start_ts", &sel);
         while (r == 0) {
                 rc = sqlite3_step(sel);
                 int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 0) : -1;
                 if (b.n > 0 && id != b.id) {
-                        r = write_series(s, put, &b, pending_from);
+                        r = write_series(s, &put, &b, pending_from);
                         b.n = 0;
                 }
                 if (rc != SQLITE_ROW) {
@@ -129,8 +130,10 @@ static int migrate_raw_2(struct store *s, int64_t pending_from) {
                         b.n += (size_t) n;
                 }
         }
+        if (r == 0)
+                r = store_packer_flush(&put);
         sqlite3_finalize(sel);
-        sqlite3_finalize(put);
+        store_packer_close(&put);
         free(b.ts);
         free(b.v);
         return r;
@@ -198,5 +201,33 @@ int store_migrate_from_2(struct store *s) {
         if (r == 0)
                 r = sql_exec(s->db,
                              "DROP TABLE chunks_2; DROP TABLE rollup_1m_2; DELETE FROM meta WHERE key = 'rolled_ms'");
+        return r;
+}
+
+/* Schemas 3 and 4 kept each hourly chunk's bytes in its row (chunks_4 now):
+ * they move into chunk_data, hour by hour. */
+int store_migrate_from_4(struct store *s) {
+        sqlite3_stmt *sel = NULL;
+        struct store_packer put;
+        int r = store_packer_open(&put, s->db), rc = SQLITE_DONE;
+
+        if (r == 0)
+                r = sql_prepare(
+                        s->db,
+                        "SELECT series_id, hour, data, start_ts, end_ts, count FROM chunks_4 ORDER BY hour, series_id",
+                        &sel);
+        while (r == 0 && (rc = sqlite3_step(sel)) == SQLITE_ROW)
+                r = store_put_hourly(&put, sqlite3_column_int64(sel, 0), sqlite3_column_int64(sel, 1),
+                                     sqlite3_column_blob(sel, 2), (size_t) sqlite3_column_bytes(sel, 2),
+                                     sqlite3_column_int64(sel, 3), sqlite3_column_int64(sel, 4),
+                                     (size_t) sqlite3_column_int64(sel, 5));
+        if (r == 0 && rc != SQLITE_DONE)
+                r = sql_errno(rc);
+        if (r == 0)
+                r = store_packer_flush(&put);
+        sqlite3_finalize(sel);
+        store_packer_close(&put);
+        if (r == 0)
+                r = sql_exec(s->db, "DROP TABLE chunks_4");
         return r;
 }

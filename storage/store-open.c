@@ -19,9 +19,11 @@ void store_db_disconnect(struct store *s) {
         sqlite3_finalize(s->st_pending);
         s->st_recent = s->st_head = s->st_pending = NULL;
         pthread_mutex_lock(&s->read_lock);
+        store_data_release(s->read_db);
         sqlite3_close(s->read_db);
         s->read_db = NULL;
         pthread_mutex_unlock(&s->read_lock);
+        store_data_release(s->db);
         sqlite3_close(s->db);
         s->db = NULL;
 }
@@ -103,12 +105,18 @@ int store_db_connect(struct store *s) {
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->db);
         if (r == 0)
+                r = store_data_register(s->db);
+        if (r == 0)
                 r = sql_quick_check(s->db);
         if (r == 0)
                 r = store_schema_setup(s);
         if (r == 0)
                 r = sql_open(s->path, SQLITE_OPEN_READONLY, &read_db);
+        if (r == 0)
+                r = store_data_register(read_db);
         if (r < 0) {
+                store_data_release(read_db);
+                sqlite3_close(read_db);
                 store_db_disconnect(s);
                 return r;
         }

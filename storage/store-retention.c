@@ -78,6 +78,8 @@ int store_enforce_retention(struct store *s, int64_t now_ms) {
                               now_ms - keep[2] };
         for (size_t t = 0; t < 3 && r == 0; t++)
                 r = delete_older(s, tiers[t].rows, cutoff[t] - tiers[t].span + 1);
+        if (r == 0)
+                r = store_collect_data(s->db, cutoff[0] - STORE_HOUR_MS + 1);
         /* Head chunks outside pending hours (written while the clock was
          * set back into an hour being compacted) age out with the rest. */
         if (r == 0)
@@ -99,7 +101,11 @@ int store_enforce_retention(struct store *s, int64_t now_ms) {
                 if (r < 0 || pick < 0)
                         break;
                 int64_t to = from[pick] + tiers[pick].slice_ms;
-                r = delete_older(s, tiers[pick].rows, pick == 0 && to > pending ? pending : to);
+                if (pick == 0 && to > pending)
+                        to = pending;
+                r = delete_older(s, tiers[pick].rows, to);
+                if (r == 0 && pick == 0)
+                        r = store_collect_data(s->db, to);
         }
         return r;
 }

@@ -6,7 +6,7 @@
 #include "storage/sql.h"
 #include "storage/store-internal.h"
 
-/* Schema 4 (docs/storage.md): series with JSON labels so that
+/* Schema 5 (docs/storage.md): series with JSON labels so that
  * `sqlite3 neurond.db` users can filter with json_extract(); every tier as
  * compressed chunks (storage/chunk.h) except the 1-hour rollups, a row a
  * person can read per series and hour. Raw samples reach the database as
@@ -16,8 +16,9 @@
  * hourly chunks live in separate tables so that the churn of the first
  * does not leave holes among the second. A minute rollup row's key
  * (STORE_MINUTES_KEY) puts a series' hours side by side: a week of one
- * series is a few adjacent pages. 4 KiB pages: chunks larger than a page
- * go to overflow pages that they fill, and a tick's commit writes little. */
+ * series is a few adjacent pages. 4 KiB pages, so that a tick's commit
+ * writes little; hourly chunks' bytes fill them in chunk_data
+ * (store-data.c). */
 static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  id INTEGER PRIMARY KEY,"
                                  "  metric TEXT NOT NULL,"
@@ -29,8 +30,12 @@ static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS series ("
                                  "  start_ts INTEGER NOT NULL,"
                                  "  end_ts INTEGER NOT NULL,"
                                  "  count INTEGER NOT NULL,"
-                                 "  data BLOB NOT NULL,"
+                                 "  at INTEGER NOT NULL,"
+                                 "  size INTEGER NOT NULL,"
                                  "  UNIQUE (series_id, hour));"
+                                 "CREATE TABLE IF NOT EXISTS chunk_data ("
+                                 "  id INTEGER PRIMARY KEY,"
+                                 "  data BLOB NOT NULL);"
                                  "CREATE TABLE IF NOT EXISTS head ("
                                  "  series_id INTEGER NOT NULL,"
                                  "  start_ts INTEGER NOT NULL,"
@@ -104,6 +109,8 @@ int store_schema_setup(struct store *s) {
         if (r == 0 && version == 2)
                 r = sql_exec(s->db,
                              "ALTER TABLE chunks RENAME TO chunks_2; ALTER TABLE rollup_1m RENAME TO rollup_1m_2");
+        if (r == 0 && (version == 3 || version == 4))
+                r = sql_exec(s->db, "ALTER TABLE chunks RENAME TO chunks_4");
         if (r == 0)
                 r = sql_exec(s->db, schema_sql);
         if (r == 0)
@@ -112,6 +119,8 @@ int store_schema_setup(struct store *s) {
                 r = store_migrate_from_1(s);
         if (r == 0 && version == 2)
                 r = store_migrate_from_2(s);
+        if (r == 0 && (version == 3 || version == 4))
+                r = store_migrate_from_4(s);
         if (r == 0)
                 r = sql_exec(s->db, rename_labels_sql);
         snprintf(set_version, sizeof(set_version), "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
@@ -129,7 +138,8 @@ int store_schema_setup(struct store *s) {
         int64_t vacuum_mode = 0;
         r = sql_query_int(s->db, "PRAGMA auto_vacuum", &vacuum_mode);
         /* A migration from 1 or 2 leaves the old tables' pages free: give
-         * them back (3 to 4 changes no table). */
+         * them back (from 3 or 4 the next retention pass does, by
+         * incremental vacuum). */
         if (r == 0 && (vacuum_mode != 2 || (version > 0 && version < 3)))
                 r = sql_exec(s->db, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM");
         return r;

@@ -38,9 +38,10 @@
 #include "lib/history.h"
 #include "lib/inventory.h"
 
-/* 4: schema 3's tables, with derived chunks (storage/derive.h), which a
- * neurond that knows only 3 could not read. */
-#define STORE_SCHEMA_VERSION 4
+/* 5: hourly chunks' bytes packed into chunk_data rows of a page each
+ * (storage/store-internal.h); 4 had derived chunks (storage/derive.h),
+ * which a neurond that knows only 3 could not read. */
+#define STORE_SCHEMA_VERSION 5
 
 /* The defaults of store_options; the daemon's settings start from them too. */
 #define STORE_DEFAULT_RAW_RETENTION_MS (48LL * 3600 * 1000)

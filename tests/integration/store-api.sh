@@ -74,7 +74,7 @@ stop_daemon
 # The data is in the tiers a person can read with sqlite3.
 [ "$(sqlite3 "$db" "SELECT count(*) > 0 FROM rollup_1m")" = 1 ] || fail "no 1 min rollups"
 [ "$(sqlite3 "$db" "SELECT count(*) > 0 FROM chunks")" = 1 ] || fail "no chunks"
-[ "$(sqlite3 "$db" "PRAGMA user_version")" = 4 ] || fail "schema version"
+[ "$(sqlite3 "$db" "PRAGMA user_version")" = 5 ] || fail "schema version"
 
 # A database from a newer neurond is refused and left alone.
 sqlite3 "$db" "PRAGMA user_version = 99"

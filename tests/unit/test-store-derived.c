@@ -22,6 +22,7 @@
 
 #include "storage/derive.h"
 #include "storage/precision.h"
+#include "storage/store-internal.h"
 #include "storage/store.h"
 
 #define T0 1699999800000LL /* ten minutes past an hour */
@@ -134,10 +135,12 @@ static int64_t db_int(const char *sql) {
         sqlite3_stmt *st = NULL;
         int64_t v = -1;
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(store_data_register(db), 0);
         assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
         if (sqlite3_step(st) == SQLITE_ROW)
                 v = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
+        store_data_release(db);
         sqlite3_close(db);
         return v;
 }
@@ -145,7 +148,9 @@ static int64_t db_int(const char *sql) {
 static void db_exec(const char *sql) {
         sqlite3 *db = NULL;
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(store_data_register(db), 0);
         assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        store_data_release(db);
         sqlite3_close(db);
 }
 
@@ -211,7 +216,7 @@ static int64_t chunk_kind(int i, int64_t hour) {
         char where[256], sql[512];
         series_where(i, where, sizeof(where));
         snprintf(sql, sizeof(sql),
-                 "SELECT unicode(substr(CAST(data AS TEXT), 1, 1)) FROM chunks "
+                 "SELECT unicode(substr(CAST(chunk_bytes(hour, at, size) AS TEXT), 1, 1)) FROM chunks "
                  "WHERE hour = %lld AND series_id = (SELECT id FROM series WHERE %s)",
                  (long long) hour, where);
         return db_int(sql);
@@ -237,9 +242,10 @@ static void store_compact__derived_families__coded_against_sources_and_read_back
         }
         /* A tenth of their sources' size at most (3.1 bytes a sample for the
          * physical ratios, 0.2 for the logical ones in bench/RESULTS.md). */
-        int64_t physical = db_int("SELECT sum(length(data)) FROM chunks c JOIN series s ON s.id = c.series_id "
+        int64_t physical = db_int("SELECT sum(size) FROM chunks c JOIN series s ON s.id = c.series_id "
                                   "WHERE s.metric = 'neuroncore_physical_utilization_ratio'");
-        int64_t derived = db_int("SELECT sum(length(data)) FROM chunks WHERE substr(data, 1, 1) = x'50'");
+        int64_t derived =
+                db_int("SELECT sum(size) FROM chunks WHERE substr(chunk_bytes(hour, at, size), 1, 1) = x'50'");
         assert_true(derived * 10 < physical);
 
         struct store *s = open_store();
@@ -312,6 +318,33 @@ static void store_query_range__source_chunk_gone__error_not_wrong_values(void **
         store_close(s);
 }
 
+/* A row of an hour's packed chunk bytes is gone: the chunks that had
+ * bytes in it (and those derived from them) are errors to a query, the
+ * other hour reads back. */
+static void store_query_range__chunk_bytes_gone__error_not_wrong_values(void **state) {
+        (void) state;
+        char where[256], sql[640];
+        series_where(PHYS0, where, sizeof(where));
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM chunk_data WHERE id = (SELECT hour / 3600000 * 1048576 + at / 4056 FROM chunks "
+                 "WHERE hour = %lld AND series_id = (SELECT id FROM series WHERE %s))",
+                 (long long) HOUR2, where);
+        db_exec(sql);
+        struct store *s = open_store();
+        struct history_query q = { .metric = METRIC_CORE_PHYSICAL_UTILIZATION,
+                                   .start_ms = HOUR2,
+                                   .end_ms = HOUR2 + 3599999,
+                                   .step_ms = 1000,
+                                   .agg = HISTORY_AGG_LAST };
+        struct history_result *r = NULL;
+        assert_int_equal(store_query_range(s, &q, &r), -EBADMSG);
+        q.metric = METRIC_CORE_UTILIZATION;
+        assert_int_equal(store_query_range(s, &q, &r), -EBADMSG);
+        assert_family_reads_back(s, METRIC_CORE_PHYSICAL_UTILIZATION, 0, (int) ((HOUR2 - T0) / 1000) - 1);
+        assert_family_reads_back(s, METRIC_CORE_UTILIZATION, 0, (int) ((HOUR2 - T0) / 1000) - 1);
+        store_close(s);
+}
+
 /* Ticks of the first hour again (the clock set back), with new physical
  * ratios and no logical ones: compacting the hour again rewrites the
  * physical cores' chunks, and the logical cores' must still read as
@@ -351,13 +384,22 @@ static void store_compact__hour_again_with_new_sources__derived_series_unchanged
         assert_int_equal(chunk_kind(BUSY0, HOUR1), 0x50);
 }
 
-/* Version 3's tables are version 4's: the file is marked 4 and keeps
- * every sample. */
-static void store_open__schema_3__marked_4_and_kept(void **state) {
+/* Versions 3 and 4 kept each hourly chunk's bytes in its row: the file
+ * is rewritten as version 5 and keeps every sample, derived chunks too. */
+static void store_open__schema_4__chunks_packed_and_kept(void **state) {
         (void) state;
-        db_exec("PRAGMA user_version = 3");
+        db_exec("ALTER TABLE chunks RENAME TO chunks_5;"
+                "CREATE TABLE chunks (series_id INTEGER NOT NULL, hour INTEGER NOT NULL, start_ts INTEGER NOT NULL,"
+                "  end_ts INTEGER NOT NULL, count INTEGER NOT NULL, data BLOB NOT NULL, UNIQUE (series_id, hour));"
+                "INSERT INTO chunks SELECT series_id, hour, start_ts, end_ts, count, chunk_bytes(hour, at, size) "
+                "  FROM chunks_5;"
+                "DROP TABLE chunks_5; DROP TABLE chunk_data; PRAGMA user_version = 4");
+        int64_t chunks = db_int("SELECT count(*) FROM chunks");
         struct store *s = open_store();
-        assert_int_equal(db_int("PRAGMA user_version"), 4);
+        assert_int_equal(db_int("PRAGMA user_version"), 5);
+        assert_int_equal(db_int("SELECT count(*) FROM chunks"), chunks);
+        assert_int_equal(db_int("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_4'"), 0);
+        assert_int_equal(chunk_kind(BUSY0, HOUR2), 0x50);
         assert_every_sample_reads_back(s);
         store_close(s);
 }
@@ -427,9 +469,11 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_cursor__derived_chunks__every_sample_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__source_chunk_gone__error_not_wrong_values, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(store_query_range__chunk_bytes_gone__error_not_wrong_values, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(store_compact__hour_again_with_new_sources__derived_series_unchanged,
                                                 setup, teardown),
-                cmocka_unit_test_setup_teardown(store_open__schema_3__marked_4_and_kept, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_open__schema_4__chunks_packed_and_kept, setup, teardown),
                 cmocka_unit_test(derive_encode__values_it_cannot_code__edom),
                 cmocka_unit_test(derive_decode__damaged__ebadmsg),
         };

@@ -337,6 +337,11 @@ static void store_append__old_data__removed_by_age(void **state) {
                     newest - o.hour_retention_ms - slack - 3600000);
         assert_true(db_int("age.db", "SELECT min(ts) FROM rollup_1h") < newest - 3 * 3600000);
         assert_int_equal(db_int("age.db", "SELECT count(*) FROM recent"), 0);
+        /* The chunks' bytes went with them. */
+        assert_true(db_int("age.db", "SELECT count(*) FROM chunk_data") > 0);
+        assert_int_equal(db_int("age.db", "SELECT count(*) FROM chunk_data WHERE id / 1048576 * 3600000 < "
+                                          "(SELECT min(hour) FROM chunks)"),
+                         0);
         /* A clean stop compacts everything. */
         assert_int_equal(db_int("age.db", "SELECT count(*) FROM head"), 0);
         assert_int_equal(db_int("age.db", "SELECT count(*) FROM pending"), 0);
@@ -364,6 +369,9 @@ static void store_append__size_cap__holds_and_reuses_space(void **state) {
         /* The newest data survives; old data went. */
         assert_true(db_int("cap.db", "SELECT max(hour) FROM chunks") >= truth.ts[truth.n - 1] - 3600000);
         assert_true(db_int("cap.db", "SELECT min(hour) FROM chunks") > T0);
+        assert_int_equal(db_int("cap.db", "SELECT count(*) FROM chunk_data WHERE id / 1048576 * 3600000 < "
+                                          "(SELECT min(hour) FROM chunks)"),
+                         0);
         assert_int_equal(db_int("cap.db", "PRAGMA auto_vacuum"), 2);
 }
 
