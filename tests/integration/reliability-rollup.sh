@@ -11,7 +11,8 @@
 # 1 h rollups count the same samples for every series per hour: no sample
 # lost or counted twice. Each run's wall clock is an hour after the
 # previous one's (the test-only clock shim), so runs never share an hour.
-# Last, a stop with 150 hours waiting to be compacted: exit 0 within 20 s.
+# Last, a stop with a backlog of up to 150 hours waiting to be compacted:
+# exit 0 within 20 s, hours still pending.
 . "$(dirname "$0")/lib.sh"
 need python3
 [ -f "${CLOCK_SHIM:-}" ] || skip "the clock shim is not built"
@@ -132,11 +133,14 @@ def pending():
 
 
 # A stop with a backlog: at speed=43200 the model writes hours faster than
-# ticks compact them. With 150 hours pending, SIGTERM must end the daemon
-# within systemd's TimeoutStopSec (20 s), exit 0, and leave the file as
-# above, but for the hours the simulated clock runs past the raw tier's
-# retention (the 1 min tier's is raised to a year, past the run's days).
-# Under a wrapper the daemon never falls that far behind.
+# ticks compact them. With 150 hours pending, or as many as 300 s give (a
+# sanitizer build on a loaded machine gets far fewer ticks, each making at
+# most one hour), SIGTERM must end the daemon within systemd's
+# TimeoutStopSec (20 s), exit 0, leave hours pending (the stop's bounded
+# compaction could not finish the backlog, so the bound was what ended it)
+# and leave the file as above, but for the hours the simulated clock runs
+# past the raw tier's retention (the 1 min tier's is raised to a year, past
+# the run's days). Under a wrapper the daemon never falls that far behind.
 if exit_bound > 30:
     print("backlog: skipped under a wrapper")
     sys.exit(0)
@@ -151,18 +155,19 @@ with open(log, "w") as err:
                           "--backend", "model:trn3-gen2-ultraserver,seed=3,speed=43200", "--interval", "2m",
                           "--config", config],
                          stdout=subprocess.DEVNULL, stderr=err, env=env)
-deadline = time.monotonic() + 600
-while pending() < 150:
-    if time.monotonic() > deadline or p.poll() is not None:
-        p.kill()
-        p.wait()
-        fail(f"backlog: {pending()} hours pending after 600 s", log)
+deadline = time.monotonic() + 300
+while pending() < 150 and time.monotonic() < deadline:
+    if p.poll() is not None:
+        fail(f"backlog: the daemon exited with {p.returncode}", log)
     time.sleep(1)
 before = pending()
 p.send_signal(signal.SIGTERM)
 took = wait_exit(p, 20, f"backlog of {before} hours", log)
 samples = check_file("backlog", raw_retained=True)
-print(f"backlog: SIGTERM with {before} hours pending; exit 0 after {took:.1f} s, {pending()} left pending; "
+left = pending()
+if left == 0:
+    fail(f"backlog: the stop compacted all {before} pending hours, so no stop with a backlog was tested", log)
+print(f"backlog: SIGTERM with {before} hours pending; exit 0 after {took:.1f} s, {left} left pending; "
       f"file intact, tiers agree over {samples} raw samples")
 PY
 echo "reliability-rollup: ok"
