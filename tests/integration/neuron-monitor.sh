@@ -13,7 +13,9 @@ lines=$top_srcdir/tests/data/neuron-monitor/run.jsonl
 fake=$top_srcdir/tests/fakes/fake-neuron-monitor.sh
 step=$TEST_TMP/step
 pidfile=$TEST_TMP/monitor.pid
-echo 1 >"$step"
+# The step moves by rename: the monitor never reads a half-written file.
+set_step() { echo "$1" >"$step.new" && mv "$step.new" "$step"; }
+set_step 1
 # The spec is at most 255 bytes: the command and the sysfs root go in by
 # short names under TEST_TMP, whatever the length of the source path.
 printf '#!/bin/sh\nexec sh "%s" "%s" "%s" "%s"\n' "$fake" "$lines" "$step" "$pidfile" >"$TEST_TMP/monitor"
@@ -42,15 +44,15 @@ first=$(metric_value "$completed")
 wait_until 10 at_least "$completed" "$((first + 300))" || fail "the execution counter does not add up: $(metric_value "$completed")"
 [ $(($(metric_value "$completed") % 100)) -eq 0 ] || fail "a period counted in part: $(metric_value "$completed")"
 
-echo 2 >"$step"
+set_step 2
 wait_until 10 present 'neuron_runtime_info{runtime_tag="5151",pid="5151"}' || fail "the second runtime did not appear"
 absent 'execution_latency_seconds{runtime_tag="5151",percentile="p50"}' || fail "latency of a runtime without executions"
 
-echo 3 >"$step"
+set_step 3
 wait_until 10 file_has "$DAEMON_LOG" "a line skipped: not a JSON object" || fail "the malformed line is not in the log"
 present 'neuron_runtime_info{runtime_tag="5151",pid="5151"}' || fail "a malformed line dropped the runtimes"
 
-echo 4 >"$step"
+set_step 4
 wait_until 10 absent 'neuron_runtime_info{runtime_tag="5151",pid="5151"}' || fail "the exited runtime's series stayed"
 absent 'neuroncore_utilization_ratio{neuron_device="3",neuroncore="2",runtime_tag="5151"}' || fail "its core's series stayed"
 wait_until 10 absent 'neuroncore_utilization_ratio{neuron_device="0",neuroncore="0",runtime_tag="train"}' ||
