@@ -71,7 +71,7 @@
     inv: null, status: null, interval: 1,
     nCores: 0, slotOf: new Map(), coreDev: null, coreLocal: null,
     util: null, coreMem: null, coreCat: null,
-    devMem: null, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
+    devMem: null, devMemTs: 0, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
     edges: new Map(), catNames: [], devCat: null,
     pods: null, corePod: new Map(), podsAnswered: false,
     coreTag: null, runtimes: [], rtStats: new Map(),
@@ -223,7 +223,12 @@
     S.coreMem.fill(NaN);
     for (const r of cmem) { const s = core(r); if (s !== undefined) S.coreMem[s] = +r.value[1]; }
     S.devMem.fill(NaN);
-    for (const r of dmem) { const d = dev(r); if (d !== undefined) S.devMem[d] = +r.value[1]; }
+    S.devMemTs = 0;
+    for (const r of dmem) {
+      const d = dev(r);
+      if (d !== undefined) S.devMem[d] = +r.value[1];
+      S.devMemTs = Math.max(S.devMemTs, r.value[0]);
+    }
     S.devUp.fill(NaN);
     for (const r of up) { const d = dev(r); if (d !== undefined) S.devUp[d] = +r.value[1]; }
     for (const a of S.dma) a.fill(NaN);
@@ -753,7 +758,8 @@
         return s;
       }));
     }
-    $('devices').dataset.ts = String(S.ts);
+    // HBM comes in its own request, which a new tick may reach first.
+    $('devices').dataset.ts = String(S.devMemTs);
   }
   function renderRow(i) {
     const d = S.inv.devices[i], r = rows[i], cats = S.catNames;
