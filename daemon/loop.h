@@ -97,6 +97,11 @@ void loop_done(struct loop *l);
  * published for readers). */
 int loop_tick(struct loop *l);
 
+/* loop_tick() as if CLOCK_REALTIME read wall_ms and CLOCK_MONOTONIC
+ * mono_ns: the seam through which tests and the admin endpoint's driven
+ * ticks (lib/ticks.h) set the time. */
+int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns);
+
 /* The stamp for a tick taken at wall_ms (CLOCK_REALTIME, milliseconds)
  * and mono_ns (CLOCK_MONOTONIC). Strictly greater than the previous stamp.
  * With a time scale of 1 it is wall_ms, except when the wall clock stepped
