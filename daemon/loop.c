@@ -266,7 +266,7 @@ int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
                 return -ENOMEM;
         snap->set = series_set_ref(l->set);
         snap->timestamp_ms = stamp_ms;
-        snap->monotonic_ms = mono_ns / 1000000;
+        snap->monotonic_ms = poll_start_ns / 1000000;
         snap->tick = l->tick;
         snap->overruns = l->overruns;
         for (size_t i = 0; i < l->n_collectors && !l->rebuild_due; i++) {
@@ -337,6 +337,33 @@ static int loop_arm(const struct loop *l, int tfd) {
         return timerfd_settime(tfd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
+static int loop_disarm(int tfd) {
+        struct itimerspec its = { 0 };
+        return timerfd_settime(tfd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+int loop_tick_driven(struct loop *l) {
+        int64_t wall_ms = l->last_stamp_ms + l->interval_ms;
+        int64_t mono_ns = l->last_stamp_mono_ns + (int64_t) ((double) l->interval_ms * 1e6 / l->time_scale);
+        return loop_tick_at(l, wall_ms, mono_ns);
+}
+
+/* The timer takes over from driven ticks, which ran ahead of both clocks:
+ * the monotonic timeline is moved so that the next tick is one interval
+ * after the last driven one, and until the wall clock reaches the driven
+ * stamps, stamps follow the monotonic clock, as after a step back. */
+static int loop_release(struct loop *l, int tfd) {
+        int64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+        int64_t shift_ns = now_ns - l->last_stamp_mono_ns;
+
+        l->mono_start_ns += shift_ns;
+        l->last_stamp_mono_ns = now_ns;
+        if (l->time_scale == 1 && clock_ns(CLOCK_REALTIME) / 1000000 < l->last_stamp_ms)
+                l->clock_held = true;
+        log_info("tick %llu: the timer ticks again", (unsigned long long) l->tick);
+        return loop_arm(l, tfd);
+}
+
 static void loop_status(const struct loop *l, char *out, size_t size) {
         size_t up = 0;
         struct snapshot *snap = snapshot_slot_get(l->latest);
@@ -351,7 +378,7 @@ static void loop_status(const struct loop *l, char *out, size_t size) {
 /* SIGHUP: the reload hook validates and applies the new configuration; on
  * failure nothing changed. The timer is re-armed only when the interval did
  * change, so a reload neither skips nor doubles a tick otherwise. */
-static int loop_reload(struct loop *l, int tfd) {
+static int loop_reload(struct loop *l, int tfd, bool held) {
         int64_t old_interval = l->interval_ms;
         char status[160];
         int r;
@@ -362,7 +389,7 @@ static int loop_reload(struct loop *l, int tfd) {
         }
         notify_reloading();
         r = l->reload(l, l->reload_userdata);
-        if (r >= 0 && l->interval_ms != old_interval)
+        if (r >= 0 && l->interval_ms != old_interval && !held)
                 r = loop_arm(l, tfd);
         loop_status(l, status, sizeof(status));
         notify_ready(status);
@@ -373,6 +400,7 @@ int loop_run(struct loop *l, int signal_fd) {
         int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
         int64_t ping_ms = notify_watchdog_ping_ms();
         char status[160];
+        bool held = false;
         int r = 0;
 
         if (tfd < 0)
@@ -381,9 +409,26 @@ int loop_run(struct loop *l, int signal_fd) {
         if (r < 0)
                 goto out;
         for (;;) {
-                struct pollfd fds[2] = { { .fd = signal_fd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
-                /* With a watchdog, wake in time to ping even when the interval is longer. */
-                int n = poll(fds, 2, ping_ms > 0 ? (int) (ping_ms < INT_MAX ? ping_ms : INT_MAX) : -1);
+                uint64_t driven = 0;
+                if (l->ticks) {
+                        bool hold;
+                        tick_control_poll(l->ticks, &hold, &driven);
+                        if (hold != held) {
+                                r = hold ? loop_disarm(tfd) : loop_release(l, tfd);
+                                if (r < 0)
+                                        goto out;
+                                if (hold)
+                                        log_info("tick %llu: the timer is held", (unsigned long long) l->tick);
+                                held = hold;
+                        }
+                }
+                struct pollfd fds[3] = { { .fd = signal_fd, .events = POLLIN },
+                                         { .fd = tfd, .events = POLLIN },
+                                         { .fd = l->ticks ? l->ticks->fd : -1, .events = POLLIN } };
+                /* With a watchdog, wake in time to ping even when the interval
+                 * is longer; with driven ticks due, only look for signals. */
+                int timeout = ping_ms > 0 ? (int) (ping_ms < INT_MAX ? ping_ms : INT_MAX) : -1;
+                int n = poll(fds, 3, driven > 0 ? 0 : timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -399,7 +444,7 @@ int loop_run(struct loop *l, int signal_fd) {
                                         goto out;
                                 }
                                 if (si.ssi_signo == SIGHUP) {
-                                        r = loop_reload(l, tfd);
+                                        r = loop_reload(l, tfd, held);
                                         if (r < 0 && r != -EINVAL)
                                                 goto out;
                                         r = 0;
@@ -416,7 +461,12 @@ int loop_run(struct loop *l, int signal_fd) {
                                 log_debug("tick overran: %llu intervals skipped",
                                           (unsigned long long) (expirations - 1));
                         }
-                        loop_tick(l);
+                        if (!held)
+                                loop_tick(l);
+                }
+                if (driven > 0) {
+                        loop_tick_driven(l);
+                        tick_control_ran(l->ticks, l->tick, l->last_stamp_ms);
                 }
                 /* Pinged from this thread only: a loop stuck in a collector gets
                  * no pings and systemd restarts the service. */
@@ -424,6 +474,8 @@ int loop_run(struct loop *l, int signal_fd) {
                 notify_watchdog(status);
         }
 out:
+        if (l->ticks)
+                tick_control_stop(l->ticks);
         close(tfd);
         return r;
 }

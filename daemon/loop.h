@@ -28,6 +28,7 @@
 
 #include "collectors/collector.h"
 #include "lib/snapshot.h"
+#include "lib/ticks.h"
 #include "storage/store.h"
 
 /* A failing collector is retried at most this many intervals apart. */
@@ -79,6 +80,9 @@ struct loop {
          * store (stored or not); it must return at once. NULL: none. */
         void (*after_tick)(void *userdata);
         void *after_tick_userdata;
+        /* Driven ticks and the held timer (the admin endpoint); NULL: the
+         * timer alone ticks. */
+        struct tick_control *ticks;
         /* For /metrics, read by HTTP threads: valid samples handed to the
          * store successfully, and ticks the store refused. */
         atomic_uint_fast64_t samples_stored;
@@ -116,8 +120,15 @@ int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns);
  * loop's start, so that every stamp is on the interval's grid. */
 int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns);
 
+/* One driven tick: as if both clocks had moved on by one interval since
+ * the last tick, so that it is stamped exactly one interval after it. */
+int loop_tick_driven(struct loop *l);
+
 /* Ticks every interval until SIGTERM or SIGINT arrives on signal_fd
- * (a signalfd); SIGHUP calls the reload hook. Sends WATCHDOG=1 with a
+ * (a signalfd); SIGHUP calls the reload hook. With l->ticks, the timer
+ * stops while held and driven ticks run as they are asked for, one per
+ * pass between reading signals; once released, stamps go on from the last
+ * driven one (from the monotonic clock until the wall clock reaches it). Sends WATCHDOG=1 with a
  * STATUS= line after every tick, and often enough for WatchdogSec= when
  * the interval is longer. Returns 0 on such a stop, <0 on a fatal error. */
 int loop_run(struct loop *l, int signal_fd);

@@ -48,8 +48,9 @@ struct daemon {
         struct store *store;
         struct collector *polled[2]; /* backend and host, as the loop borrows them */
         struct loop loop;
-        struct pod_slot pods;   /* initialised before any step */
-        struct pod_core *cores; /* the host's cores, for pod attribution */
+        struct tick_control ticks; /* with the admin setting; fd -1 otherwise */
+        struct pod_slot pods;      /* initialised before any step */
+        struct pod_core *cores;    /* the host's cores, for pod attribution */
         size_t n_cores;
         struct podwatch *podwatch;   /* NULL when pod_labels is off */
         struct cursor_source cursor; /* the store, as the remote writers read it */
@@ -286,6 +287,14 @@ static int open_loop(struct daemon *d) {
                 log_error("registering series in %s: %s", d->settings.db_path, strerror(-r));
                 return EXIT_FAILURE;
         }
+        if (d->settings.admin) {
+                r = tick_control_init(&d->ticks);
+                if (r < 0) {
+                        log_error("driven ticks for the admin endpoint: %s", strerror(-r));
+                        return EXIT_FAILURE;
+                }
+                d->loop.ticks = &d->ticks;
+        }
         return 0;
 }
 
@@ -398,6 +407,7 @@ static void fill_web_context(struct daemon *d) {
                 .started_ms = clock_wall_ms(),
                 .admin = s->admin,
                 .faults = { model_is(d->backend) ? &model_fault_ops : NULL, d->backend },
+                .ticks = d->loop.ticks,
                 .tls_cert = d->tls_cert,
                 .tls_key = d->tls_key,
                 .tls_priorities = s->tls_priorities,
@@ -471,6 +481,7 @@ static void daemon_close(struct daemon *d) {
         podwatch_stop(d->podwatch);
         free(d->cores);
         loop_done(&d->loop);
+        tick_control_destroy(&d->ticks);
         store_close(d->store);
         if (d->signal_fd >= 0)
                 close(d->signal_fd);
@@ -532,7 +543,7 @@ static void print_config_summary(const struct daemon *d) {
 }
 
 int main(int argc, char **argv) {
-        static struct daemon d = { .signal_fd = -1 };
+        static struct daemon d = { .signal_fd = -1, .ticks.fd = -1 };
         char err[1024];
 
         /* A fixed threshold: glibc otherwise raises it to the size of each

@@ -101,7 +101,7 @@ const struct settings_item settings_table[] = {
                 .arg = "BOOL",
                 .kind = SETTINGS_BOOL,
                 FIELD(admin),
-                .help = "serve the model's fault endpoint /api/v1/admin/faults to loopback clients",
+                .help = "serve the admin endpoints (the model's faults, the driven clock) to loopback clients",
         },
         {
                 .key = "instance_labels",

@@ -1,8 +1,13 @@
-/* The admin endpoint: fault injection into the device model at run time.
+/* The admin endpoint: fault injection into the device model, and the
+ * loop's clock held and driven (lib/ticks.h), at run time.
  *
  *   GET    /api/v1/admin/faults              list queued and active faults
  *   POST   /api/v1/admin/faults?fault=SPEC   inject one (syntax: docs/metrics.md)
  *   DELETE /api/v1/admin/faults              end every fault
+ *   GET    /api/v1/admin/ticks               whether the timer is held, the latest tick
+ *   POST   /api/v1/admin/ticks?hold=BOOL     hold the timer, or let it tick again
+ *   POST   /api/v1/admin/ticks?run=N         hold it and run N ticks, each one interval
+ *                                            after the last; answered once the last is stored
  *
  * Off unless the `admin` setting is true (web_context.admin); while off it
  * answers 404 like any unknown path. When on, it answers only clients
@@ -28,3 +33,7 @@ bool admin_refuse(const struct web_context *ctx, const struct web_request *req, 
 
 /* The route handler for /api/v1/admin/faults (GET, HEAD, POST, DELETE). */
 void admin_faults(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+
+/* The route handler for /api/v1/admin/ticks (GET, HEAD, POST); a queued
+ * row, as a run waits for its ticks. */
+void admin_ticks(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);

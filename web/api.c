@@ -82,7 +82,8 @@ static bool reject_params(const struct web_request *req, struct web_reply *reply
 }
 
 /* Fresh while the latest tick is younger than three wall-clock intervals
- * plus a grace for a slow tick; otherwise the loop is stalled. */
+ * plus a grace for a slow tick, or while the admin endpoint holds the
+ * timer; otherwise the loop is stalled. */
 void api_healthz(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         if (reject_params(req, reply))
                 return;
@@ -98,7 +99,10 @@ void api_healthz(const struct web_context *ctx, const struct web_request *req, s
                 return;
         }
         double age_ms = (double) (clock_monotonic_ms() - snap->monotonic_ms);
-        bool fresh = age_ms <= limit_ms;
+        struct tick_state ticks = { .held = false };
+        if (ctx->ticks)
+                tick_control_get(ctx->ticks, &ticks);
+        bool fresh = age_ms <= limit_ms || ticks.held;
         struct history_stats st = { 0 };
         if (ctx->history.ops)
                 ctx->history.ops->get_stats(ctx->history.impl, &st);
@@ -110,6 +114,8 @@ void api_healthz(const struct web_context *ctx, const struct web_request *req, s
                    : st.degraded ? "degraded"
                                  : "ok",
                    age_ms / 1000.0, (unsigned long long) snap->tick);
+        if (ticks.held)
+                buf_puts(&reply->body, ",\"held\":true");
         if (!fresh)
                 buf_puts(&reply->body, ",\"error\":\"the poll loop has not completed a tick recently\"");
         else if (st.degraded)
@@ -268,7 +274,9 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
 
         if (reject_params(req, reply))
                 return;
-        buf_puts(b, "{\"status\":\"success\",\"data\":{\"instance_type\":");
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        reply_json_success(b, snap);
+        buf_puts(b, "{\"instance_type\":");
         json_string(b, inv->instance_type);
         buf_puts(b, ",\"backend\":");
         json_string(b, inv->backend);
@@ -279,7 +287,6 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         buf_printf(b, ",\"lnc\":%u,\"instance\":", inv->lnc);
         json_identity(b, &inv->identity);
         json_ultraserver(b, &inv->ultraserver);
-        struct snapshot *snap = snapshot_slot_get(ctx->latest);
         buf_puts(b, ",\"devices\":[");
         for (unsigned i = 0; i < inv->n_devices; i++) {
                 if (i)
@@ -318,7 +325,8 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
         snprintf(label, sizeof(label), "%u", (unsigned) index);
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         struct pod_map *pods = pod_slot_get(ctx->pods);
-        buf_puts(b, "{\"status\":\"success\",\"data\":{\"device\":");
+        reply_json_success(b, snap);
+        buf_puts(b, "{\"device\":");
         json_device(b, ctx, snap ? snap->set : NULL, dev);
         buf_puts(b, ",\"timestamp\":");
         if (snap)
@@ -353,13 +361,16 @@ static bool is_known_label(const char *name) {
 }
 
 /* Parameter i of an endpoint filtered by metric= and label=value: not
- * given twice, and a known metric or a label of some metric, or with
- * pod_labels a pod label. Returns 1 for metric= (its id in *ret_metric), 0
- * for a label, or -EINVAL with the error in reply. */
-static int check_filter_param(const struct param *params, size_t i, bool pod_labels, int *ret_metric,
-                              struct web_reply *reply) {
+ * given twice (but metric= when several_metrics), and a known metric or a
+ * label of some metric, or with pod_labels a pod label. Returns 1 for
+ * metric= (its id in *ret_metric), 0 for a label, or -EINVAL with the
+ * error in reply. */
+static int check_filter_param(const struct param *params, size_t i, bool pod_labels, bool several_metrics,
+                              int *ret_metric, struct web_reply *reply) {
         for (size_t j = 0; j < i; j++)
-                if (strcmp(params[i].key, params[j].key) == 0) {
+                if (strcmp(params[i].key, params[j].key) == 0 &&
+                    (!several_metrics || strcmp(params[i].key, "metric") != 0 ||
+                     strcmp(params[i].value, params[j].value) == 0)) {
                         reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", params[i].key);
                         return -EINVAL;
                 }
@@ -380,29 +391,52 @@ static int check_filter_param(const struct param *params, size_t i, bool pod_lab
         return 0;
 }
 
-/* Every current value, optionally filtered by metric= and label=value. */
+/* Whether name is a label of one of the wanted metrics. */
+static bool label_of_wanted(const bool *wanted, const char *name) {
+        for (int m = 0; m < METRIC__COUNT; m++)
+                if (wanted[m] && metric_label_index(&metric_table[m], name) >= 0)
+                        return true;
+        return false;
+}
+
+/* Every current value, optionally of one or more metrics (metric= given
+ * once each) and filtered by label=value, all from one tick. */
 void api_latest(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         const struct param *params = req->params;
         size_t n = req->n_params;
-        int metric = -1;
+        bool wanted[METRIC__COUNT] = { false };
+        size_t n_metrics = 0, last_metric = 0;
         struct buf *b = &reply->body;
 
-        for (size_t i = 0; i < n; i++)
-                if (check_filter_param(params, i, ctx->pods != NULL, &metric, reply) < 0)
+        for (size_t i = 0; i < n; i++) {
+                int metric = -1;
+                int r = check_filter_param(params, i, ctx->pods != NULL, true, &metric, reply);
+                if (r < 0)
                         return;
-        if (metric >= 0)
-                for (size_t i = 0; i < n; i++)
-                        if (strcmp(params[i].key, "metric") != 0 &&
-                            metric_label_index(&metric_table[metric], params[i].key) < 0 &&
-                            !(ctx->pods && pod_label_index(params[i].key) >= 0)) {
+                if (r > 0) {
+                        wanted[metric] = true;
+                        n_metrics++;
+                        last_metric = (size_t) metric;
+                }
+        }
+        /* A label filter must be a label of a metric asked for: a typo
+         * would otherwise answer nothing, as if no series matched. */
+        for (size_t i = 0; i < n && n_metrics > 0; i++)
+                if (strcmp(params[i].key, "metric") != 0 && !label_of_wanted(wanted, params[i].key) &&
+                    !(ctx->pods && pod_label_index(params[i].key) >= 0)) {
+                        if (n_metrics == 1)
                                 reply_error(reply, 400, "bad_data", "parameter '%.64s': not a label of %s",
-                                            params[i].key, metric_table[metric].name);
-                                return;
-                        }
+                                            params[i].key, metric_table[last_metric].name);
+                        else
+                                reply_error(reply, 400, "bad_data",
+                                            "parameter '%.64s': not a label of any metric asked for", params[i].key);
+                        return;
+                }
 
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         struct pod_map *pods = pod_slot_get(ctx->pods);
-        buf_puts(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"timestamp\":");
+        reply_json_success(b, snap);
+        buf_puts(b, "{\"resultType\":\"vector\",\"timestamp\":");
         if (snap)
                 json_time(b, snap->timestamp_ms);
         else
@@ -411,7 +445,7 @@ void api_latest(const struct web_context *ctx, const struct web_request *req, st
         bool first = true;
         for (size_t i = 0; snap && snap->set && i < snap->n; i++) {
                 const struct series_desc *d = &snap->set->series[i];
-                if (!snap->valid[i] || (metric >= 0 && d->metric != (enum metric_id) metric))
+                if (!snap->valid[i] || (n_metrics > 0 && !wanted[d->metric]))
                         continue;
                 const struct pod_holder *holder = pod_map_series_holder(pods, d);
                 bool keep = true;
@@ -476,6 +510,7 @@ void api_query_range_admit(const struct web_context *ctx, const struct web_reque
  * series' points are freed once written, so the answer shrinks as it
  * goes out. */
 struct matrix {
+        struct snapshot *snap; /* the latest tick when the query was read */
         struct history_result *res;
         size_t series; /* the series being written */
         size_t point;  /* its next point */
@@ -487,7 +522,8 @@ static bool matrix_produce(void *cls, struct buf *out) {
         struct matrix *m = cls;
 
         if (!m->started) {
-                buf_puts(out, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+                reply_json_success(out, m->snap);
+                buf_puts(out, "{\"resultType\":\"matrix\",\"result\":[");
                 m->started = true;
         }
         while (out->len < STREAM_PIECE_BYTES && !out->failed && m->series < m->res->n_series) {
@@ -523,6 +559,7 @@ static bool matrix_produce(void *cls, struct buf *out) {
 static void matrix_free(void *cls) {
         struct matrix *m = cls;
         history_result_free(m->res);
+        snapshot_unref(m->snap);
         free(m);
 }
 
@@ -544,7 +581,11 @@ void api_query_range(const struct web_context *ctx, const struct web_request *re
         }
         q.cancelled = query_cancelled;
         q.cancel_cls = req->job;
+        /* Taken first: the store then holds at least this tick. */
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
         int r = ctx->history.ops->query_range(ctx->history.impl, &q, &res);
+        if (r < 0)
+                snapshot_unref(snap);
         if (r == -E2BIG) {
                 reply_error(reply, 422, "execution",
                             "the query would return more than %d points in all, the store's limit; add label filters "
@@ -565,10 +606,12 @@ void api_query_range(const struct web_context *ctx, const struct web_request *re
         struct matrix *m = calloc(1, sizeof(*m));
         if (!m) {
                 history_result_free(res);
+                snapshot_unref(snap);
                 reply_error(reply, 500, "internal", "out of memory");
                 return;
         }
         m->res = res;
+        m->snap = snap;
         bool gzip = req->conn && accept_gzip(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
                                                                          MHD_HTTP_HEADER_ACCEPT_ENCODING));
         reply->response = stream_response(matrix_produce, m, matrix_free, gzip);
@@ -594,7 +637,7 @@ void api_series(const struct web_context *ctx, const struct web_request *req, st
         int metric = -1;
 
         for (size_t i = 0; i < n; i++) {
-                int r = check_filter_param(params, i, false, &metric, reply);
+                int r = check_filter_param(params, i, false, false, &metric, reply);
                 if (r < 0)
                         return;
                 if (r > 0)
@@ -611,11 +654,16 @@ void api_series(const struct web_context *ctx, const struct web_request *req, st
         }
         struct series_desc *list = NULL;
         size_t count = 0;
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
         int r = ctx->history.ops->list_series(ctx->history.impl, metric, matchers, n_matchers, &list, &count);
-        if (answer_store_error(reply, r))
+        if (answer_store_error(reply, r)) {
+                snapshot_unref(snap);
                 return;
+        }
         struct buf *b = &reply->body;
-        buf_puts(b, "{\"status\":\"success\",\"data\":[");
+        reply_json_success(b, snap);
+        snapshot_unref(snap);
+        buf_puts(b, "[");
         for (size_t i = 0; i < count; i++) {
                 if (i)
                         buf_puts(b, ",");
@@ -653,7 +701,10 @@ void api_pods(const struct web_context *ctx, const struct web_request *req, stru
                 return;
         struct pod_map *m = pod_slot_get(ctx->pods);
         const char *state = !ctx->pods ? "off" : !m ? "starting" : m->error ? "error" : "ok";
-        buf_printf(b, "{\"status\":\"success\",\"data\":{\"state\":\"%s\",\"socket\":", state);
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        reply_json_success(b, snap);
+        snapshot_unref(snap);
+        buf_printf(b, "{\"state\":\"%s\",\"socket\":", state);
         if (ctx->pods)
                 json_string(b, ctx->pod_resources_socket);
         else
@@ -703,7 +754,8 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
         if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
-        buf_puts(b, "{\"status\":\"success\",\"data\":{\"version\":");
+        reply_json_success(b, snap);
+        buf_puts(b, "{\"version\":");
         json_string(b, ctx->self.version);
         buf_puts(b, ",\"backend\":");
         json_string(b, ctx->self.backend);
@@ -749,7 +801,8 @@ void api_runtimes(const struct web_context *ctx, const struct web_request *req, 
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         const struct series_set *set = snap ? snap->set : NULL;
-        buf_puts(b, "{\"status\":\"success\",\"data\":{\"timestamp\":");
+        reply_json_success(b, snap);
+        buf_puts(b, "{\"timestamp\":");
         if (snap)
                 json_time(b, snap->timestamp_ms);
         else

@@ -15,6 +15,7 @@
 #include "lib/inventory.h"
 #include "lib/pod.h"
 #include "lib/snapshot.h"
+#include "lib/ticks.h"
 #include "web/auth.h"
 #include "web/expo.h"
 
@@ -33,6 +34,7 @@ struct web_context {
         int64_t started_ms;               /* Unix ms when the daemon started */
         bool admin;                       /* serve the admin endpoint (web/admin.h) */
         struct fault_control faults;      /* what it injects faults into; ops NULL when the backend cannot */
+        struct tick_control *ticks;       /* driven ticks, with admin; NULL otherwise */
 
         /* Security and limits. Numbers left at 0 and strings left NULL or ""
          * take the defaults in web/http.h. */

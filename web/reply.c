@@ -31,6 +31,13 @@ void reply_error(struct web_reply *reply, unsigned status, const char *error_typ
         reply->content_type = "application/json";
 }
 
+void reply_json_success(struct buf *b, const struct snapshot *snap) {
+        if (snap)
+                buf_printf(b, "{\"status\":\"success\",\"tick\":%llu,\"data\":", (unsigned long long) snap->tick);
+        else
+                buf_puts(b, "{\"status\":\"success\",\"tick\":null,\"data\":");
+}
+
 /* A response for reply's body, which it then owns; NULL when out of memory. */
 static struct MHD_Response *body_response(struct web_reply *reply) {
         struct MHD_Response *resp =

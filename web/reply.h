@@ -32,6 +32,13 @@ struct web_reply {
 void reply_error(struct web_reply *reply, unsigned status, const char *error_type, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
+/* Starts a successful JSON answer, {"status":"success","tick":N,"data":,
+ * with the tick it was read from: snap's, the latest published when the
+ * request was read (null before the first tick). A range query sees at
+ * least that tick's samples. The caller writes the data and the closing
+ * brace. */
+void reply_json_success(struct buf *b, const struct snapshot *snap);
+
 /* The 401 with the WWW-Authenticate challenge for the configured scheme. */
 void reply_unauthorized(const struct web_context *ctx, struct web_reply *reply);
 

@@ -28,6 +28,8 @@ const struct route routes_table[] = {
         { "/api/v1/status",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_status,      AT_ONCE },
         { "/api/v1/admin/faults", ROUTE_EXACT,   ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_DELETE,
                                                              ROUTE_AUTH_ADMIN,   ROUTE_PARAMS_READ,    admin_faults,    AT_ONCE },
+        { "/api/v1/admin/ticks",  ROUTE_EXACT,   ROUTE_GET | ROUTE_HEAD | ROUTE_POST,
+                                                             ROUTE_AUTH_ADMIN,   ROUTE_PARAMS_READ,    admin_ticks,     QUEUED(NULL) },
         /* Any other API path is a JSON 404, never a file. */
         { "/api",                 ROUTE_SUBTREE, ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_IGNORED, api_not_found,   AT_ONCE },
         /* The dashboard: a file below the web root, or 404. */

@@ -68,6 +68,7 @@ static void admin_faults__setting_off__404_like_an_unknown_path(void **state) {
         web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 404, "no such API endpoint: /api/v1/admin/faults");
         web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:3", NULL, 404, NULL);
         web_fixture_expect(f, "DELETE", "/api/v1/admin/faults", NULL, 404, NULL);
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=3", NULL, 404, NULL);
         assert_string_equal(f->faults.injected, "");
         assert_int_equal(f->faults.clears, 0);
         served_free(f);
@@ -77,14 +78,15 @@ static void admin_faults__inject_list_clear__through_the_fault_ops(void **state)
         struct web_fixture *f = served(true, true);
 
         web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 200,
-                           "{\"status\":\"success\",\"data\":{\"faults\":[]}}");
+                           "{\"status\":\"success\",\"tick\":1,\"data\":{\"faults\":[]}}");
         /* A '+' that arrived as a space is taken for the '+' it was. */
         web_fixture_expect(f, "POST", "/api/v1/admin/faults?fault=device_down:3+30s", NULL, 200,
-                           "{\"status\":\"success\",\"data\":{\"fault\":\"device_down:3+30s\"}}");
+                           "{\"status\":\"success\",\"tick\":1,\"data\":{\"fault\":\"device_down:3+30s\"}}");
         assert_string_equal(f->faults.injected, "device_down:3+30s");
         web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 200,
                            "{\"fault\":\"device_down:3+30s\",\"state\":\"queued\"}");
-        web_fixture_expect(f, "DELETE", "/api/v1/admin/faults", NULL, 200, "{\"status\":\"success\",\"data\":{}}");
+        web_fixture_expect(f, "DELETE", "/api/v1/admin/faults", NULL, 200,
+                           "{\"status\":\"success\",\"tick\":1,\"data\":{}}");
         assert_int_equal(f->faults.clears, 1);
         served_free(f);
 }
@@ -114,6 +116,49 @@ static void admin_faults__backend_without_faults__404(void **state) {
 
         web_fixture_expect(f, "GET", "/api/v1/admin/faults", NULL, 404, "fault injection needs the model backend");
         served_free(f);
+}
+
+/* The driven clock's requests, with no loop behind them until it stops:
+ * hold and release reach the control, bad requests are refused with the
+ * reason and ask for nothing, and a run after the loop stopped is 503. */
+static void admin_ticks__hold_bad_requests_stopped_loop(void **state) {
+        struct web_fixture *f = calloc(1, sizeof(*f));
+        struct tick_control tc;
+        struct tick_state st;
+
+        assert_non_null(f);
+        assert_int_equal(tick_control_init(&tc), 0);
+        web_fixture_init(f);
+        f->ctx.admin = true;
+        f->ctx.ticks = &tc;
+        web_fixture_start(f);
+
+        web_fixture_expect(f, "GET", "/api/v1/admin/ticks", NULL, 200,
+                           "{\"status\":\"success\",\"tick\":1,\"data\":{\"held\":false,\"pending\":0,");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?hold=true", NULL, 200, "\"held\":true");
+        tick_control_get(&tc, &st);
+        assert_true(st.held);
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?hold=false", NULL, 200, "\"held\":false");
+
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks", NULL, 400, "give one of run=N");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=1&hold=true", NULL, 400, "give one of run=N");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=0", NULL, 400, "'0' is not a number of ticks");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=100001", NULL, 400, "from 1 to 100000");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=1&run=2", NULL, 400, "given more than once");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?hold=maybe", NULL, 400, "'maybe' is not true or false");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?speed=2", NULL, 400, "not a parameter");
+        web_fixture_expect(f, "GET", "/api/v1/admin/ticks?run=1", NULL, 400, "GET takes no parameters");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=1", "Origin: https://evil.example\r\n", 403,
+                           "refuses requests from web pages");
+        web_fixture_expect(f, "DELETE", "/api/v1/admin/ticks", NULL, 405, NULL);
+        tick_control_get(&tc, &st);
+        assert_false(st.held);
+        assert_int_equal(st.pending, 0);
+
+        tick_control_stop(&tc);
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=3", NULL, 503, "the daemon is stopping");
+        served_free(f);
+        tick_control_destroy(&tc);
 }
 
 /* The switch: off by default, on with the flag or `admin = true`. */
@@ -147,6 +192,7 @@ int main(void) {
                 cmocka_unit_test(admin_faults__inject_list_clear__through_the_fault_ops),
                 cmocka_unit_test(admin_faults__bad_requests__refused_and_nothing_injected),
                 cmocka_unit_test(admin_faults__backend_without_faults__404),
+                cmocka_unit_test(admin_ticks__hold_bad_requests_stopped_loop),
                 cmocka_unit_test(settings_load__admin__off_unless_enabled),
         };
         return cmocka_run_group_tests_name("admin", tests, NULL, NULL);

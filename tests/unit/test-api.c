@@ -124,7 +124,8 @@ static void healthz__store_degraded__200_naming_the_cause(void **state) {
 static void devices__inventory__every_device_with_its_metric_families(void **state) {
         struct web_fixture *f = *state;
 
-        expect(f, "/api/v1/devices", 200, "{\"status\":\"success\",\"data\":{\"instance_type\":\"trn1.2xlarge\"",
+        expect(f, "/api/v1/devices", 200,
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"instance_type\":\"trn1.2xlarge\"",
                "\"backend\":\"model:trn1.2xlarge\"", "\"lnc\":1,",
                "\"instance\":{\"instance_id\":\"i-0123456789abcdef0\",\"instance_type\":\"trn1.2xlarge\","
                "\"instance_name\":\"\",",
@@ -171,7 +172,7 @@ static void latest__filters__matching_valid_series(void **state) {
         struct web_fixture *f = *state;
 
         expect(f, "/api/v1/latest", 200,
-               "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\","
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"resultType\":\"vector\","
                "\"timestamp\":1700000000.250,\"result\":[",
                NULL);
         assert_int_equal(count_in(f, "/api/v1/latest", "{\"metric\":"), 4);
@@ -201,7 +202,7 @@ static void query_range__parameters__one_history_query(void **state) {
         expect(f,
                "/api/v1/query_range?metric=neuron_device_dma_bytes_total&neuron_device=0&start=1700000000"
                "&end=2023-11-14T22:23:20Z&step=1m&agg=max&rate=1",
-               200, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
+               200, "{\"status\":\"success\",\"tick\":1,\"data\":{\"resultType\":\"matrix\",\"result\":[",
                /* The fake store's series has no direction: an empty label is no label. */
                "{\"metric\":{\"__name__\":\"neuron_device_dma_bytes_total\",\"neuron_device\":\"0\"},"
                "\"values\":[[1700000000.000,\"1.5\"],[1700000060.000,\"2.5\"]]}",
@@ -278,7 +279,7 @@ static void series__filters__reach_the_store(void **state) {
         struct web_fixture *f = *state;
 
         expect(f, "/api/v1/series?metric=neuron_device_up&neuron_device=0", 200,
-               "{\"status\":\"success\",\"data\":[{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"0\"},"
+               "{\"status\":\"success\",\"tick\":1,\"data\":[{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"0\"},"
                "{\"__name__\":\"neuron_device_up\",\"neuron_device\":\"7\"}]}",
                NULL);
         assert_int_equal(f->history.last_metric, METRIC_DEVICE_UP);
@@ -305,7 +306,7 @@ static void status__daemon_state__reported(void **state) {
 
         f->history.stats.raw_retention_ms = 172800 * 1000LL;
         expect(f, "/api/v1/status", 200,
-               "{\"status\":\"success\",\"data\":{\"version\":\"1.2.3\",\"backend\":\"model:trn1.2xlarge\","
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"version\":\"1.2.3\",\"backend\":\"model:trn1.2xlarge\","
                "\"instance_type\":\"trn1.2xlarge\",\"interval_seconds\":1.000,\"time_scale\":1,\"series\":5,"
                "\"runtimes\":1,\"started\":1699999940.250,",
                "\"last_tick\":1700000000.250,",
@@ -319,7 +320,7 @@ static void runtimes__latest_tick__each_with_its_cores(void **state) {
         struct web_fixture *f = *state;
 
         expect(f, "/api/v1/runtimes", 200,
-               "{\"status\":\"success\",\"data\":{\"timestamp\":1700000000.250,\"runtimes\":["
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"timestamp\":1700000000.250,\"runtimes\":["
                "{\"pid\":4242,\"runtime_tag\":\"serve\",\"neuroncores\":[0,1],\"neuron_devices\":[0]}]}}",
                NULL);
         expect(f, "/api/v1/runtimes?pid=1", 400, "parameter 'pid': this endpoint takes no parameters", NULL);
@@ -353,7 +354,7 @@ static void pods__off__state_off_and_no_pod_filters(void **state) {
         struct web_fixture *f = *state;
 
         expect(f, "/api/v1/pods", 200,
-               "{\"status\":\"success\",\"data\":{\"state\":\"off\",\"socket\":null,\"asked\":null,"
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"state\":\"off\",\"socket\":null,\"asked\":null,"
                "\"answered\":null,\"unmapped_ids\":0,\"containers\":[]}}",
                NULL);
         expect(f, "/api/v1/latest?pod=train-0", 400, "parameter 'pod': not a parameter nor a label", NULL);
@@ -388,7 +389,7 @@ static void pods__held_core__listed_and_labelled(void **state) {
 
         publish_train_0(f, 0);
         expect(f, "/api/v1/pods", 200,
-               "{\"status\":\"success\",\"data\":{\"state\":\"ok\",\"socket\":\"/run/kubelet.sock\","
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"state\":\"ok\",\"socket\":\"/run/kubelet.sock\","
                "\"asked\":1700000000.250,\"answered\":1700000000.250,\"unmapped_ids\":1,\"containers\":["
                "{\"namespace\":\"ml\",\"pod\":\"train-0\",\"container\":\"worker\",\"neuroncores\":[2],"
                "\"neuron_devices\":[1],\"assigned\":{\"neuroncores\":[2],\"neuron_devices\":[]}}]}}",

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -295,9 +296,12 @@ static struct snapshot *tick_and_get(struct fixture *f) {
         return snap;
 }
 
-static size_t stored_points(struct fixture *f, enum metric_id metric, const char *label, const char *value,
-                            int64_t from, int64_t to) {
-        struct history_query q = { .metric = metric, .start_ms = from, .end_ms = to, .step_ms = 1, .n_matchers = 1 };
+/* Points stored from from to to, in buckets of step_ms. */
+static size_t stored_points_step(struct fixture *f, enum metric_id metric, const char *label, const char *value,
+                                 int64_t from, int64_t to, int64_t step_ms) {
+        struct history_query q = {
+                .metric = metric, .start_ms = from, .end_ms = to, .step_ms = step_ms, .n_matchers = 1
+        };
         struct history_result *res = NULL;
         snprintf(q.matchers[0].name, sizeof(q.matchers[0].name), "%s", label);
         snprintf(q.matchers[0].value, sizeof(q.matchers[0].value), "%s", value);
@@ -307,6 +311,11 @@ static size_t stored_points(struct fixture *f, enum metric_id metric, const char
                 n += res->series[i].n_points;
         history_result_free(res);
         return n;
+}
+
+static size_t stored_points(struct fixture *f, enum metric_id metric, const char *label, const char *value,
+                            int64_t from, int64_t to) {
+        return stored_points_step(f, metric, label, value, from, to, 1);
 }
 
 /* Runtimes start and exit: each change is a new series set, published with
@@ -360,6 +369,68 @@ static void loop_tick__runtimes_come_and_go__series_sets_follow(void **state) {
         snapshot_unref(failed);
 }
 
+struct runner {
+        struct loop *loop;
+        int sfd;
+        int result;
+};
+
+static void *run_loop(void *arg) {
+        struct runner *rn = arg;
+        rn->result = loop_run(rn->loop, rn->sfd);
+        return NULL;
+}
+
+/* Driven ticks (the admin endpoint's): the timer held, each tick stamped
+ * one interval after the last, the request answered once the last is
+ * stored and published; after the loop stops, requests are refused. */
+static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void **state) {
+        struct fixture *f = *state;
+        const int64_t hour_ms = 3600 * 1000;
+        struct tick_control tc;
+        struct tick_state st;
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &mask, NULL), 0);
+        struct runner rn = { .loop = &f->loop, .sfd = signalfd(-1, &mask, SFD_CLOEXEC) };
+        assert_true(rn.sfd >= 0);
+        assert_int_equal(tick_control_init(&tc), 0);
+        f->loop.ticks = &tc;
+        /* An interval the timer cannot reach within the test: every tick is
+         * a driven one, however slow the machine. */
+        f->loop.interval_ms = hour_ms;
+        assert_int_equal(loop_tick(&f->loop), 0);
+        int64_t first = f->loop.last_stamp_ms;
+
+        pthread_t thread;
+        assert_int_equal(pthread_create(&thread, NULL, run_loop, &rn), 0);
+        assert_int_equal(tick_control_run(&tc, 5, NULL, NULL, &st), 0);
+        assert_true(st.held);
+        assert_int_equal(st.pending, 0);
+        assert_int_equal(st.tick, 6);
+        assert_int_equal(st.stamp_ms, first + 5 * hour_ms);
+        struct snapshot *snap = snapshot_slot_get(&f->latest);
+        assert_int_equal(snap->tick, 6);
+        assert_int_equal(snap->timestamp_ms, first + 5 * hour_ms);
+        snapshot_unref(snap);
+        assert_int_equal(stored_points_step(f, METRIC_DEVICE_MEMORY_USED, "neuron_device", "0", first,
+                                            first + 5 * hour_ms, 60000),
+                         6);
+
+        assert_int_equal(tick_control_run(&tc, 2, NULL, NULL, &st), 0);
+        assert_int_equal(st.tick, 8);
+        assert_int_equal(st.stamp_ms, first + 7 * hour_ms);
+        assert_int_equal(kill(getpid(), SIGTERM), 0);
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        assert_int_equal(rn.result, 0);
+        assert_int_equal(f->loop.tick, 8);
+        assert_int_equal(tick_control_run(&tc, 1, NULL, NULL, &st), -ESHUTDOWN);
+        close(rn.sfd);
+        tick_control_destroy(&tc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(loop_stamp__steady_clock__wall_time, setup, teardown),
@@ -376,6 +447,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_run__collector_slower_than_interval__skips_and_counts, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__runtimes_come_and_go__series_sets_follow, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_run__driven_ticks__one_interval_apart_answered_once_stored, setup,
+                                                teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,56 @@
+/* Ticks driven from outside the loop's timer, for tests: the admin
+ * endpoint /api/v1/admin/ticks holds the timer, and asks for N ticks, each
+ * stamped one interval after the last, and is answered once the last is
+ * stored and published. A test then counts ticks, not seconds, whatever
+ * instrument (a sanitizer, valgrind, a loaded machine) slows the daemon.
+ *
+ * The web side asks from a query worker thread and waits; the loop's
+ * thread runs the ticks between its other work, woken through fd, one per
+ * pass so that signals are still read in between. Thread safe. */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tick_control {
+        pthread_mutex_t lock;
+        pthread_cond_t ran_cond; /* signalled after each driven tick, and at stop */
+        int fd;                  /* eventfd the loop polls: written on every request */
+        bool held;               /* the timer does not tick */
+        bool stopped;            /* the loop has stopped: requests fail */
+        uint64_t asked;          /* driven ticks asked for since start */
+        uint64_t ran;            /* of those, ticks run */
+        uint64_t tick;           /* the number and stamp of the last driven tick */
+        int64_t stamp_ms;
+};
+
+/* What a request is answered with. */
+struct tick_state {
+        bool held;
+        uint64_t tick;    /* the last driven tick (0: none yet) */
+        int64_t stamp_ms; /* its stamp */
+        uint64_t pending; /* driven ticks asked for and not run yet */
+};
+
+/* Returns 0 or -errno (the eventfd). */
+int tick_control_init(struct tick_control *tc);
+void tick_control_destroy(struct tick_control *tc);
+
+/* The web side. */
+void tick_control_get(struct tick_control *tc, struct tick_state *out);
+void tick_control_hold(struct tick_control *tc, bool held);
+/* Holds the timer, asks for n more ticks and waits until they ran. Gives
+ * up when cancelled(cls) says so (asked every 100 ms; NULL: never), with
+ * -ECANCELED; -ESHUTDOWN when the loop stopped first. The ticks asked for
+ * run even when the asker gave up. */
+int tick_control_run(struct tick_control *tc, uint64_t n, bool (*cancelled)(const void *cls), const void *cls,
+                     struct tick_state *out);
+
+/* The loop side. Clears fd's readiness and says whether the timer is held
+ * and how many driven ticks are due. */
+void tick_control_poll(struct tick_control *tc, bool *held, uint64_t *pending);
+/* One driven tick ran, numbered tick and stamped stamp_ms. */
+void tick_control_ran(struct tick_control *tc, uint64_t tick, int64_t stamp_ms);
+/* The loop stops: waiters and later requests get -ESHUTDOWN. */
+void tick_control_stop(struct tick_control *tc);
