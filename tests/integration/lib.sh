@@ -15,6 +15,7 @@
 # Other programs start_helper COMMAND... | wait_helper PID
 # Waiting       wait_until [SECONDS] COMMAND... | wait_exit SECONDS PID | file_has FILE PATTERN
 #               metric_is SERIES VALUE | tick_at_least N
+# Driven ticks  hold_ticks | run_ticks N (a daemon started with --enable-admin)
 # HTTP          http PATH [CURL-ARGS...] | http_status PATH [CURL-ARGS...]
 #               metric_value SERIES | healthz_tick | stable_metrics | free_port
 # Fixtures      make_tls_cert | make_users_file FILE USER PASSWORD [COST]
@@ -282,6 +283,31 @@ metric_is() {
 tick_at_least() {
   _tick=$(healthz_tick)
   [ -n "$_tick" ] && [ "$_tick" -ge "$1" ]
+}
+
+# --- Driven ticks: the daemon's clock, held and moved by the test through
+# /api/v1/admin/ticks (the daemon needs --enable-admin). A test that counts
+# ticks asserts the same thing however slowly the daemon runs.
+
+# hold_ticks: the daemon's timer stops; nothing ticks but run_ticks.
+hold_ticks() {
+  _out=$(curl -sS --max-time 10 -X POST "$URL/api/v1/admin/ticks?hold=true" 2>&1) &&
+    case $_out in *'"held":true'*) ;; *) false ;; esac || fail "hold_ticks: $_out"
+  TICK=$(tick_of "$_out")
+}
+
+# run_ticks N: holds the timer and runs N ticks, each stamped one interval
+# after the last; returns once the last is stored and published, with TICK
+# set to its number. The bound is on the whole run (300 s, times SLOW).
+run_ticks() {
+  _out=$(curl -sS --max-time $((300 * SLOW)) -X POST "$URL/api/v1/admin/ticks?run=$1" 2>&1) &&
+    case $_out in *'"status":"success"'*) ;; *) false ;; esac || fail "run_ticks $1: $_out"
+  TICK=$(tick_of "$_out")
+}
+
+# tick_of JSON: the "tick" a JSON answer was read from.
+tick_of() {
+  echo "$1" | sed -n 's/^{"status":"success","tick":\([0-9]*\).*/\1/p'
 }
 
 # --- HTTP, to the daemon at $URL (the one started last, unless set)
