@@ -4,8 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 need curl
 
-start_daemon --backend model:trn1.32xlarge,seed=4 --interval 200ms
-sleep 1
+start_daemon --backend model:trn1.32xlarge,seed=4 --interval 200ms --enable-admin
+run_ticks 5
 
 # expect PATH STATUS PATTERN: GET PATH answers STATUS with a body matching PATTERN.
 expect() {
@@ -24,6 +24,19 @@ expect /api/v1/latest 200 '"resultType":"vector"'
 expect '/api/v1/latest?metric=neuroncore_utilization_ratio&neuroncore=7' 200 '"neuroncore":"7"'
 n=$(grep -o '"__name__"' "$TEST_TMP/body" | wc -l)
 [ "$n" -eq 1 ] || fail "latest with metric and neuroncore filters returned $n series"
+# Every answer says which tick it was read from; held, that is the last one run.
+grep -q "^{\"status\":\"success\",\"tick\":$TICK," "$TEST_TMP/body" || fail "latest is not of tick $TICK: $(cat "$TEST_TMP/body")"
+# Several families from one tick; a label filter keeps the series that have
+# the label, and must be a label of one of the families.
+expect "/api/v1/latest?metric=neuron_device_memory_used_bytes&metric=neuron_device_memory_total_bytes&neuron_device=2" \
+  200 '"__name__":"neuron_device_memory_total_bytes","neuron_device":"2"'
+[ "$(grep -o '"__name__"' "$TEST_TMP/body" | wc -l)" -eq 2 ] || fail "two families of device 2: $(cat "$TEST_TMP/body")"
+expect "/api/v1/latest?metric=neuron_device_memory_used_bytes&metric=neuroncore_utilization_ratio&neuroncore=3" \
+  200 '"__name__":"neuroncore_utilization_ratio",.*"neuroncore":"3"'
+[ "$(grep -o '"__name__"' "$TEST_TMP/body" | wc -l)" -eq 1 ] || fail "only core 3's series has neuroncore: $(cat "$TEST_TMP/body")"
+expect "/api/v1/latest?metric=neuron_device_up&metric=neuron_device_up" 400 "parameter 'metric' given more than once"
+expect "/api/v1/latest?metric=neuron_device_up&metric=neuron_device_memory_used_bytes&neuroncore=1" 400 \
+  "parameter 'neuroncore': not a label of any metric asked for"
 expect /api/v1/status 200 '"version":"[0-9.]*".*"backend":"model:trn1.32xlarge".*"uptime_seconds":'
 grep -q '"store":{"used_bytes":[1-9][0-9]*,"size_cap_bytes":1073741824,"degraded":false,"retention_seconds":{"raw":172800,"1m":2592000,"1h":31536000}}' \
   "$TEST_TMP/body" || fail "/api/v1/status lacks the store: $(cat "$TEST_TMP/body")"

@@ -112,8 +112,8 @@ stop_daemon
 
 # A device that is down: its series are absent in both formats, not NaN or 0,
 # and both parsers still accept the pages.
-start_daemon --backend model:trn1.32xlarge,seed=3,fault=device_down:3 --interval 200ms
-sleep 1.5
+start_daemon --backend model:trn1.32xlarge,seed=3,fault=device_down:3 --interval 200ms --enable-admin
+run_ticks 5
 content_type /metrics >/dev/null
 cp "$TEST_TMP/body" "$TEST_TMP/down-text"
 content_type /metrics -H "Accept: $PROM_ACCEPT" >/dev/null

@@ -240,15 +240,15 @@ wait_helper() {
 # --- Waiting
 
 # wait_until [SECONDS] COMMAND...: runs COMMAND every 0.1 s until it
-# succeeds, for at most SECONDS (default 10) times SLOW. Returns 1 after
-# saying so on stderr when time runs out; callers add `|| fail "why"`.
+# succeeds, for at most SECONDS (default 10) times SLOW of the wall clock,
+# however long each try takes. Returns 1 after saying so on stderr when
+# time runs out; callers add `|| fail "why"`.
 wait_until() {
   _wait_seconds=10
   case ${1:-} in '' | *[!0-9]*) ;; *) _wait_seconds=$1 && shift ;; esac
-  _wait_tries=$((_wait_seconds * 10 * SLOW))
+  _wait_end=$(($(date +%s) + _wait_seconds * SLOW))
   while ! "$@"; do
-    _wait_tries=$((_wait_tries - 1))
-    if [ "$_wait_tries" -le 0 ]; then
+    if [ "$(date +%s)" -ge "$_wait_end" ]; then
       echo "timed out after $((_wait_seconds * SLOW)) s waiting until: $*" >&2
       return 1
     fi

@@ -68,7 +68,8 @@ client 4 2>/dev/null &
 c4=$!
 client 5 2>/dev/null &
 c5=$!
-sleep 0.3
+# Once a query of theirs has been answered, queries are running.
+wait_until file_has "$TEST_TMP/q4" '"status":"success"' || fail "no query answered before SIGTERM"
 stop_daemon
 wait $c4 $c5 || true
 grep -q "received SIGTERM" "$DAEMON_LOG" || fail "SIGTERM not logged"

@@ -10,10 +10,10 @@ need curl
 tree=$TEST_TMP/tree
 # One tick first, so that the daemon finds devices when it opens the tree.
 "$MODEL_SYSFS" model:trn1.32xlarge "$tree" 100 1 > "$TEST_TMP/first"
-start_daemon roundtrip --backend "sysfs:$tree" --interval 100ms --log-level debug
+start_daemon roundtrip --backend "sysfs:$tree" --interval 100ms --log-level debug --enable-admin
 
-# Exact match on the static tree.
-sleep 0.3
+# Exact match on the static tree, at the next tick.
+run_ticks 1
 http /metrics --fail > "$TEST_TMP/static"
 n=0
 while read -r tick dev bytes; do
@@ -26,14 +26,15 @@ done < "$TEST_TMP/first"
 grep -q '^neuron_device_memory_total_bytes{neuron_device="15"} 34359738368$' "$TEST_TMP/static" ||
   fail "capacity from the catalog is missing"
 
-# Live: 30 ticks of 200 ms at 50x speed, so the model's memory moves; scrape
-# every 100 ms while it runs (bounded by the writer's own end).
-"$MODEL_SYSFS" model:trn1.32xlarge,speed=50 "$tree" 200 30 > "$TEST_TMP/live" &
+# Live: 15 ticks of 200 ms at 50x speed, so the model's memory moves; the
+# daemon ticks and is scraped, tick after tick, while the writer runs
+# (bounded by the writer's own end, and by a count of ticks).
+"$MODEL_SYSFS" model:trn1.32xlarge,speed=50 "$tree" 200 15 > "$TEST_TMP/live" &
 writer=$!
 i=0
-while kill -0 "$writer" 2>/dev/null && [ $i -lt 100 ]; do
+while kill -0 "$writer" 2>/dev/null && [ $i -lt 5000 ]; do
+  run_ticks 1
   http /metrics --fail | sed -n 's/^neuron_device_memory_used_bytes{neuron_device="\([0-9]*\)"} /\1 /p' >> "$TEST_TMP/seen"
-  sleep 0.1
   i=$((i + 1))
 done
 wait "$writer"
