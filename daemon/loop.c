@@ -234,6 +234,61 @@ static void loop_refresh(struct loop *l, int64_t stamp_ms, int *errors) {
                  l->set->n_runtimes);
 }
 
+static int desc_cmp(const struct series_desc *a, const struct series_desc *b) {
+        if (a->metric != b->metric)
+                return a->metric < b->metric ? -1 : 1;
+        for (size_t k = 0; k < METRIC_LABELS_MAX; k++) {
+                int c = strcmp(a->label_values[k], b->label_values[k]);
+                if (c)
+                        return c;
+        }
+        return 0;
+}
+
+static const struct series_desc *sort_series;
+
+static int by_desc_cmp(const void *a, const void *b) {
+        return desc_cmp(&sort_series[*(const size_t *) a], &sort_series[*(const size_t *) b]);
+}
+
+/* The first series the list holds more than once, or NULL (and NULL when
+ * out of memory: the store's count still says how many). */
+static const struct series_desc *first_duplicate(const struct series_desc *series, size_t n) {
+        const struct series_desc *found = NULL;
+        size_t *order = malloc((n ? n : 1) * sizeof(*order));
+        if (!order)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        sort_series = series;
+        qsort(order, n, sizeof(*order), by_desc_cmp);
+        for (size_t i = 1; i < n && !found; i++)
+                if (desc_cmp(&series[order[i - 1]], &series[order[i]]) == 0)
+                        found = &series[order[i]];
+        free(order);
+        return found;
+}
+
+/* A list the store takes only in part: said when it starts, changes and
+ * ends, not every tick. */
+static void loop_log_unstored(struct loop *l) {
+        struct history_stats st;
+        store_get_stats(l->store, &st);
+        size_t unstored = st.series_duplicated + st.series_over_limit;
+        if (unstored == l->unstored)
+                return;
+        l->unstored = unstored;
+        if (unstored == 0) {
+                log_info("series list %llu: every series is stored", (unsigned long long) l->set->generation);
+                return;
+        }
+        const struct series_desc *d = st.series_duplicated ? first_duplicate(l->series, l->n_series) : NULL;
+        log_warning("series list %llu: %zu series are not stored: %zu listed more than once%s%s%s, %zu beyond the "
+                    "series limit",
+                    (unsigned long long) l->set->generation, unstored, st.series_duplicated, d ? " (first: " : "",
+                    d ? metric_table[d->metric].name : "", d ? ")" : "", st.series_over_limit);
+}
+
 /* Hands the tick to the store, first registering a changed series list. */
 static int loop_store(struct loop *l, const struct snapshot *snap) {
         int r = 0;
@@ -296,6 +351,7 @@ int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
                         stored += snap->valid[i];
                 atomic_fetch_add_explicit(&l->samples_stored, stored, memory_order_relaxed);
         }
+        loop_log_unstored(l);
         struct history_stats st;
         store_get_stats(l->store, &st);
         if (st.damaged_set_aside != l->store_damaged)

@@ -69,6 +69,7 @@ struct loop {
         int store_error;            /* last store_append() result, logged on change */
         bool store_unopened;        /* the store had no database at that result */
         unsigned store_damaged;     /* damaged files the store has set aside, as last logged */
+        size_t unstored;            /* series of the list the store leaves out, as last logged */
         struct loop_collector_state state[SNAPSHOT_COLLECTORS_MAX];
         /* Called on SIGHUP from the loop's thread. It re-reads the
          * configuration and applies what can change at run time (it may set

@@ -271,6 +271,12 @@ static int open_store(struct daemon *d) {
                           s->db_path, strerror(-r));
                 return r == -ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
         }
+        struct history_stats st;
+        store_get_stats(d->store, &st);
+        if (st.samples_set_aside > 0)
+                log_warning("database %s: %llu samples of the last run's open minute list a series more than once "
+                            "and could not be closed out; kept in its table recent_set_aside",
+                            s->db_path, (unsigned long long) st.samples_set_aside);
         return 0;
 }
 

@@ -74,6 +74,13 @@ struct history_stats {
         int64_t newest_ms;          /* newest tick stored or buffered, 0 when none */
         unsigned damaged_set_aside; /* damaged files set aside (at open or while running) */
         int64_t used_bytes;         /* pages in use, as of the latest chunk flush; 0 before it */
+        /* Series of the registered list that are not stored, degrading
+         * storage while they last: each copy of a series that appears more
+         * than once (either copy's value would be a guess), and series
+         * beyond the store's series limit. */
+        size_t series_duplicated, series_over_limit;
+        uint64_t series_refused;    /* new series refused at the limit since open */
+        uint64_t samples_set_aside; /* samples of the open minute that could not be closed out at open */
         /* The retention per tier and the size cap in force (0: no cap). */
         int64_t raw_retention_ms, minute_retention_ms, hour_retention_ms;
         uint64_t size_cap_bytes;

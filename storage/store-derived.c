@@ -149,7 +149,7 @@ int store_link_sources(struct tickbuf *b) {
         for (size_t i = 0; i < b->n_series; i++) {
                 const struct metric_desc *d = &metric_table[b->series[i].metric];
                 size_t n = 0;
-                for (size_t k = 0; k < b->n_series && d->derive != DERIVE_NONE; k++) {
+                for (size_t k = 0; k < b->n_stored && d->derive != DERIVE_NONE; k++) {
                         size_t j = b->by_id[k];
                         if ((int) b->series[j].metric != (int) d->derived_from ||
                             !labels_match(d, &b->series[i], &b->series[j]))
@@ -167,7 +167,7 @@ int store_link_sources(struct tickbuf *b) {
 }
 
 const int64_t *store_sources_of(const struct tickbuf *b, int64_t id, size_t *ret_n) {
-        size_t lo = 0, hi = b->sources ? b->n_series : 0;
+        size_t lo = 0, hi = b->sources ? b->n_stored : 0;
         while (lo < hi) { /* by_id lists the series by ascending id */
                 size_t mid = lo + (hi - lo) / 2;
                 if (b->ids[b->by_id[mid]] < id)
@@ -175,7 +175,7 @@ const int64_t *store_sources_of(const struct tickbuf *b, int64_t id, size_t *ret
                 else
                         hi = mid;
         }
-        bool found = b->sources && lo < b->n_series && b->ids[b->by_id[lo]] == id;
+        bool found = b->sources && lo < b->n_stored && b->ids[b->by_id[lo]] == id;
         *ret_n = found ? b->n_sources[b->by_id[lo]] : 0;
         return found ? b->sources[b->by_id[lo]] : NULL;
 }

@@ -48,10 +48,31 @@ static int triple_cmp(const void *a, const void *b) {
         return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
+/* Keeps samples that cannot go into a head chunk, several of one series
+ * at one time (a tick that listed a series twice, written by an older
+ * neurond), in a table of their own: they are not lost, and they stop no
+ * start-up. Returns how many were kept, or a negative errno. */
+static int set_aside(struct store *s, const struct triple *t, size_t n) {
+        sqlite3_stmt *ins = NULL;
+        int r = sql_exec(s->db, "CREATE TABLE IF NOT EXISTS recent_set_aside(ts INTEGER NOT NULL, "
+                                "series_id INTEGER NOT NULL, value REAL)");
+        if (r == 0)
+                r = sql_prepare(s->db, "INSERT INTO recent_set_aside(ts, series_id, value) VALUES (?1, ?2, ?3)", &ins);
+        for (size_t i = 0; i < n && r == 0; i++) {
+                sqlite3_bind_int64(ins, 1, t[i].ts);
+                sqlite3_bind_int64(ins, 2, t[i].id);
+                sqlite3_bind_double(ins, 3, t[i].v);
+                r = sql_step_done(ins);
+        }
+        sqlite3_finalize(ins);
+        return r < 0 ? r : (int) n;
+}
+
 /* Moves every sample of the recent table into head chunks, inside the
  * caller's transaction: on open (after a crash or a clean stop) and on
  * close, so that an open chunk never outlives the process that wrote it
- * and the series set may change between runs. */
+ * and the series set may change between runs. What cannot be closed out
+ * is set aside and counted (samples_set_aside), never a reason to fail. */
 int store_close_out_recent(struct store *s) {
         sqlite3_stmt *sel = NULL;
         struct triple *all = NULL;
@@ -88,14 +109,31 @@ int store_close_out_recent(struct store *s) {
         v = malloc(n * sizeof(*v));
         if (!ts || !v)
                 r = -ENOMEM;
+        uint64_t aside = 0;
         for (size_t at = 0; at < n && r == 0;) {
                 size_t k = 0;
                 int64_t id = all[at].id;
-                for (; at < n && all[at].id == id; at++, k++) {
-                        ts[k] = all[at].ts;
-                        v[k] = all[at].v;
+                while (at < n && all[at].id == id && r == 0) {
+                        size_t same = 1;
+                        while (at + same < n && all[at + same].id == id && all[at + same].ts == all[at].ts)
+                                same++;
+                        if (same == 1) {
+                                ts[k] = all[at].ts;
+                                v[k++] = all[at].v;
+                        } else {
+                                r = set_aside(s, all + at, same);
+                                aside += same;
+                        }
+                        at += same;
                 }
-                r = store_write_head(s, id, ts, v, k);
+                if (r >= 0 && k > 0)
+                        r = store_write_head(s, id, ts, v, k);
+                r = r < 0 ? r : 0;
+        }
+        if (aside > 0) {
+                pthread_mutex_lock(&s->stats_lock);
+                s->stats.samples_set_aside += aside;
+                pthread_mutex_unlock(&s->stats_lock);
         }
         if (r == 0)
                 r = sql_exec(s->db, "DELETE FROM recent");
@@ -173,6 +211,24 @@ int store_write_series(struct store *s, struct tickbuf *b) {
         }
         sort_ids = ids;
         qsort(by_id, n, sizeof(*by_id), by_id_cmp);
+        /* A series listed more than once has one id for several values in a
+         * tick: no copy is stored, as either value would be a guess, and the
+         * tick's other series are. */
+        size_t kept = 0, duplicated = 0;
+        for (size_t k = 0; k < n;) {
+                size_t same = 1;
+                while (k + same < n && ids[by_id[k + same]] == ids[by_id[k]])
+                        same++;
+                if (same == 1)
+                        by_id[kept++] = by_id[k];
+                else
+                        duplicated += same;
+                k += same;
+        }
+        b->n_stored = kept;
+        pthread_mutex_lock(&s->stats_lock);
+        s->stats.series_duplicated = duplicated;
+        pthread_mutex_unlock(&s->stats_lock);
         atomic_fetch_add(&s->series_generation, 1);
         return store_link_sources(b);
 }
@@ -204,7 +260,7 @@ int store_sync_ticks(struct store *s) {
                 goto out;
         for (size_t t = s->buf.n_durable; t < s->buf.n_ticks && r == 0; t++) {
                 size_t len = 0;
-                for (size_t k = 0; k < s->buf.n_series; k++) {
+                for (size_t k = 0; k < s->buf.n_stored; k++) {
                         size_t i = s->buf.by_id[k], at = t * s->buf.n_series + i;
                         if (!s->buf.valid[at])
                                 continue;
@@ -227,7 +283,7 @@ int store_sync_ticks(struct store *s) {
                 n_chunk = 0;
         if (r == 0 && n_chunk > 0) {
                 /* In id order: neighbours in the head table's index. */
-                for (size_t j = 0; j < s->buf.n_series && r == 0; j++) {
+                for (size_t j = 0; j < s->buf.n_stored && r == 0; j++) {
                         size_t i = s->buf.by_id[j];
                         size_t k = tickbuf_gather(&s->buf, i, 0, n_chunk, INT64_MIN, INT64_MAX, ts, v);
                         if (k > 0)

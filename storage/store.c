@@ -270,6 +270,8 @@ void store_get_stats(struct store *s, struct history_stats *ret) {
         pthread_mutex_lock(&s->stats_lock);
         *ret = s->stats;
         pthread_mutex_unlock(&s->stats_lock);
+        /* Samples that are not stored degrade storage as failed writes do. */
+        ret->degraded = ret->degraded || ret->series_duplicated > 0 || ret->series_over_limit > 0;
         ret->raw_retention_ms = s->opt.raw_retention_ms;
         ret->minute_retention_ms = s->opt.minute_retention_ms;
         ret->hour_retention_ms = s->opt.hour_retention_ms;

@@ -11,6 +11,7 @@ int tickbuf_init(struct tickbuf *b, const struct series_desc *series, size_t n, 
         size_t rows = n ? n : 1;
         struct tickbuf t = {
                 .n_series = n,
+                .n_stored = n,
                 .series = calloc(rows, sizeof(*t.series)),
                 .ids = calloc(rows, sizeof(*t.ids)),
                 .by_id = calloc(rows, sizeof(*t.by_id)),

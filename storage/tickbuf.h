@@ -19,6 +19,10 @@ struct tickbuf {
         size_t n_series;
         struct series_desc *series;
         int64_t *ids;
+        /* The series stored, n_stored of them, by ascending id: each id
+         * once (store_write_series() leaves out a series listed twice and
+         * one refused at the series limit). */
+        size_t n_stored;
         uint32_t *by_id;
         uint8_t *is_gauge;
         /* For a series of a derived family (lib/metric.h), the ids of its

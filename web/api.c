@@ -118,10 +118,15 @@ void api_healthz(const struct web_context *ctx, const struct web_request *req, s
                 buf_puts(&reply->body, ",\"held\":true");
         if (!fresh)
                 buf_puts(&reply->body, ",\"error\":\"the poll loop has not completed a tick recently\"");
-        else if (st.degraded)
+        else if (st.degraded && st.last_error < 0)
                 buf_printf(&reply->body, ",\"error\":\"%s: %s; retrying\"",
                            st.unopened ? "the database cannot be opened" : "storing ticks fails",
                            strerror(-st.last_error));
+        else if (st.degraded)
+                buf_printf(&reply->body,
+                           ",\"error\":\"%zu series are not stored: %zu listed more than once, %zu beyond the series "
+                           "limit\"",
+                           st.series_duplicated + st.series_over_limit, st.series_duplicated, st.series_over_limit);
         buf_puts(&reply->body, "}\n");
         snapshot_unref(snap);
 }

@@ -418,8 +418,16 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                 struct history_stats st;
                 self->history->ops->get_stats(self->history->impl, &st);
                 family_header(out, format, "neurond_storage_degraded",
-                              "1 while the database cannot be written (ticks wait in memory), else 0.", "gauge", NULL);
+                              "1 while samples are not stored: the database cannot be written (ticks wait in memory), "
+                              "or series are left out (neurond_storage_series_unstored); else 0.",
+                              "gauge", NULL);
                 buf_printf(out, "neurond_storage_degraded %d\n", st.degraded ? 1 : 0);
+                family_header(out, format, "neurond_storage_series_unstored",
+                              "Series of the current list not stored: listed more than once (duplicate), or beyond "
+                              "the series limit (limit).",
+                              "gauge", NULL);
+                buf_printf(out, "neurond_storage_series_unstored{reason=\"duplicate\"} %zu\n", st.series_duplicated);
+                buf_printf(out, "neurond_storage_series_unstored{reason=\"limit\"} %zu\n", st.series_over_limit);
                 family_header(out, format, "neurond_storage_damaged_databases_total",
                               "Damaged database files set aside at start-up.", "counter", NULL);
                 buf_printf(out, "neurond_storage_damaged_databases_total %u\n", st.damaged_set_aside);
