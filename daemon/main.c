@@ -236,6 +236,7 @@ static int open_store(struct daemon *d) {
         options.minute_retention_ms = s->retention_minute_ms;
         options.hour_retention_ms = s->retention_hour_ms;
         options.size_cap_bytes = s->max_db_bytes;
+        options.max_series = s->max_series;
         options.check_interval_ms = s->integrity_check_ms;
         notify_status("Opening database %s", s->db_path);
         int r = store_open_or_set_aside(s->db_path, &options, &d->store, aside, sizeof(aside));

@@ -183,6 +183,15 @@ const struct settings_item settings_table[] = {
                 .help = "cap on the stored data, such as 512M or 1G; 0 for none",
         },
         {
+                .key = "max_series",
+                .arg = "N",
+                .kind = SETTINGS_UINT,
+                FIELD(max_series),
+                .max = 100000000,
+                .default_value = STORE_DEFAULT_MAX_SERIES,
+                .help = "series the database may hold; a new series beyond it is not stored (counted); 0 for no limit",
+        },
+        {
                 .key = "integrity_check_interval",
                 .arg = "DURATION",
                 .kind = SETTINGS_DURATION,

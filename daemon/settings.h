@@ -81,6 +81,7 @@ struct settings {
         int64_t retention_minute_ms;
         int64_t retention_hour_ms;
         uint64_t max_db_bytes;
+        uint64_t max_series;        /* series the database may hold (0: no limit) */
         int64_t integrity_check_ms; /* PRAGMA quick_check period */
 
         /* Remote write endpoints, one [remote_write NAME] section each, in

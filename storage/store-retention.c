@@ -54,6 +54,22 @@ static int oldest(struct store *s, const struct table_rows *t, int64_t *ret) {
         return sql_query_int(s->db, sql, ret);
 }
 
+/* Series in no current list (temp.live, store-write.c) with no row left in
+ * any tier, every one past its retention: gone with their identity, so
+ * that runtimes that come and go under new tags free their place under
+ * the series limit. The series with the highest id stays, so that no id
+ * is ever given to another series (SQLite gives a new row the highest id
+ * plus one): readers that hold an id never see it change meaning. */
+static int collect_series(struct store *s) {
+        return sql_exec(s->db, "DELETE FROM series WHERE id NOT IN (SELECT id FROM temp.live)"
+                               " AND id < (SELECT max(id) FROM series)"
+                               " AND NOT EXISTS (SELECT 1 FROM chunks WHERE series_id = series.id)"
+                               " AND NOT EXISTS (SELECT 1 FROM head WHERE series_id = series.id)"
+                               " AND NOT EXISTS (SELECT 1 FROM rollup_1m WHERE key >= series.id * 16777216"
+                               "  AND key < (series.id + 1) * 16777216)"
+                               " AND NOT EXISTS (SELECT 1 FROM rollup_1h WHERE series_id = series.id)");
+}
+
 /* Age limits per tier, then the size cap: while the pages in use exceed
  * it, a slice of the oldest rows goes from the tier whose oldest row is
  * oldest relative to its retention, so every tier's history shrinks by
@@ -107,5 +123,5 @@ int store_enforce_retention(struct store *s, int64_t now_ms) {
                 if (r == 0 && pick == 0)
                         r = store_collect_data(s->db, to);
         }
-        return r;
+        return r == 0 ? collect_series(s) : r;
 }

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,28 +145,30 @@ out:
         return r;
 }
 
-/* json_object() with a name/value pair per label that has a value: an
- * empty value is no label (lib/metric.h), so a family that gained a label
- * keeps the identity of its series without it. */
-static int series_upsert(struct store *s, const struct series_desc *d, int64_t *ret_id) {
-        static const char *const sql[METRIC_LABELS_MAX + 1] = {
-                "INSERT INTO series(metric, labels) VALUES (?1, json_object()) "
-                "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
-                "INSERT INTO series(metric, labels) VALUES (?1, json_object(?2, ?3)) "
-                "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
-                "INSERT INTO series(metric, labels) VALUES (?1, json_object(?2, ?3, ?4, ?5)) "
-                "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
-                "INSERT INTO series(metric, labels) VALUES (?1, json_object(?2, ?3, ?4, ?5, ?6, ?7)) "
-                "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
-                "INSERT INTO series(metric, labels) VALUES (?1, json_object(?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)) "
-                "ON CONFLICT DO UPDATE SET metric = metric RETURNING id",
-        };
+/* A series' row, found or made: its labels as json_object() with a
+ * name/value pair per label that has a value (an empty value is no label,
+ * lib/metric.h, so a family that gained a label keeps the identity of its
+ * series without it). With make, a missing series is inserted; without,
+ * *ret_id is 0 when there is none. */
+static int series_row(struct store *s, const struct series_desc *d, bool make, int64_t *ret_id) {
         const struct metric_desc *m = &metric_table[d->metric];
-        size_t n_labels = metric_label_count(m), n_set = 0;
-        for (size_t i = 0; i < n_labels; i++)
-                n_set += d->label_values[i][0] != '\0';
+        size_t n_labels = metric_label_count(m);
+        char labels[128] = "json_object(";
+        size_t len = strlen(labels);
+        for (size_t i = 0, k = 0; i < n_labels; i++)
+                if (d->label_values[i][0]) {
+                        len += (size_t) snprintf(labels + len, sizeof(labels) - len, "%s?%zu, ?%zu", k ? ", " : "",
+                                                 2 + 2 * k, 3 + 2 * k);
+                        k++;
+                }
+        snprintf(labels + len, sizeof(labels) - len, ")");
+        char sql[256];
+        if (make)
+                snprintf(sql, sizeof(sql), "INSERT INTO series(metric, labels) VALUES (?1, %s) RETURNING id", labels);
+        else
+                snprintf(sql, sizeof(sql), "SELECT id FROM series WHERE metric = ?1 AND labels = %s", labels);
         sqlite3_stmt *st = NULL;
-        int r = sql_prepare(s->db, sql[n_set], &st);
+        int r = sql_prepare(s->db, sql, &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
@@ -177,9 +180,10 @@ static int series_upsert(struct store *s, const struct series_desc *d, int64_t *
                 k++;
         }
         int rc = sqlite3_step(st);
+        *ret_id = 0;
         if (rc == SQLITE_ROW)
                 *ret_id = sqlite3_column_int64(st, 0);
-        else
+        else if (make || rc != SQLITE_DONE)
                 r = sql_errno(rc == SQLITE_DONE ? SQLITE_ERROR : rc);
         sqlite3_finalize(st);
         return r;
@@ -192,14 +196,41 @@ static int by_id_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* The registered series that are stored, for store_collect_series():
+ * a table of the writer's connection, made anew with each list. */
+static int note_live(struct store *s, const struct tickbuf *b) {
+        sqlite3_stmt *ins = NULL;
+        int r = sql_exec(s->db, "CREATE TEMP TABLE IF NOT EXISTS live(id INTEGER PRIMARY KEY); DELETE FROM temp.live");
+        if (r == 0)
+                r = sql_prepare(s->db, "INSERT OR IGNORE INTO temp.live(id) VALUES (?1)", &ins);
+        for (size_t k = 0; k < b->n_stored && r == 0; k++) {
+                sqlite3_bind_int64(ins, 1, b->ids[b->by_id[k]]);
+                r = sql_step_done(ins);
+        }
+        sqlite3_finalize(ins);
+        return r;
+}
+
 int store_write_series(struct store *s, struct tickbuf *b) {
         int64_t *ids = b->ids;
         uint32_t *by_id = b->by_id;
-        size_t n = b->n_series;
+        size_t n = b->n_series, over_limit = 0;
+        int64_t count = 0;
         int r = sql_exec(s->db, "BEGIN");
+        if (r == 0)
+                r = sql_query_int(s->db, "SELECT count(*) FROM series", &count);
         for (size_t i = 0; i < n && r == 0; i++) {
-                r = series_upsert(s, &b->series[i], &ids[i]);
                 by_id[i] = (uint32_t) i;
+                r = series_row(s, &b->series[i], false, &ids[i]);
+                if (r < 0 || ids[i] != 0)
+                        continue;
+                /* A new series: made while there is room, else left out. */
+                if (s->opt.max_series == 0 || (uint64_t) count < s->opt.max_series) {
+                        r = series_row(s, &b->series[i], true, &ids[i]);
+                        count++;
+                } else {
+                        over_limit++;
+                }
                 if (r == 0 && ids[i] > UINT32_MAX)
                         r = -ERANGE;
         }
@@ -213,24 +244,27 @@ int store_write_series(struct store *s, struct tickbuf *b) {
         qsort(by_id, n, sizeof(*by_id), by_id_cmp);
         /* A series listed more than once has one id for several values in a
          * tick: no copy is stored, as either value would be a guess, and the
-         * tick's other series are. */
+         * tick's other series are. Id 0: left out at the limit. */
         size_t kept = 0, duplicated = 0;
         for (size_t k = 0; k < n;) {
                 size_t same = 1;
                 while (k + same < n && ids[by_id[k + same]] == ids[by_id[k]])
                         same++;
-                if (same == 1)
+                if (ids[by_id[k]] != 0 && same == 1)
                         by_id[kept++] = by_id[k];
-                else
+                else if (ids[by_id[k]] != 0)
                         duplicated += same;
                 k += same;
         }
         b->n_stored = kept;
         pthread_mutex_lock(&s->stats_lock);
         s->stats.series_duplicated = duplicated;
+        s->stats.series_over_limit = over_limit;
+        s->stats.series_refused += over_limit;
         pthread_mutex_unlock(&s->stats_lock);
         atomic_fetch_add(&s->series_generation, 1);
-        return store_link_sources(b);
+        r = note_live(s, b);
+        return r < 0 ? r : store_link_sources(b);
 }
 
 /* Writes what the buffer holds and the database lacks, in one

@@ -25,6 +25,7 @@ void store_options_init(struct store_options *o) {
                 .size_cap_bytes = STORE_DEFAULT_SIZE_CAP_BYTES,
                 .chunk_ms = STORE_MINUTE_MS,
                 .check_interval_ms = STORE_DEFAULT_CHECK_INTERVAL_MS,
+                .max_series = STORE_DEFAULT_MAX_SERIES,
         };
 }
 

@@ -49,6 +49,10 @@
 #define STORE_DEFAULT_HOUR_RETENTION_MS (365LL * 24 * 3600 * 1000)
 #define STORE_DEFAULT_SIZE_CAP_BYTES (1ULL << 30)
 #define STORE_DEFAULT_CHECK_INTERVAL_MS (3600LL * 1000)
+/* Seven times the series of the largest catalog entry in one daemon (a
+ * whole trn3-gen2 UltraServer, about 6,600), with room for runtimes that
+ * come and go. */
+#define STORE_DEFAULT_MAX_SERIES 50000
 
 struct store;
 
@@ -59,6 +63,10 @@ struct store_options {
         uint64_t size_cap_bytes;     /* default 1 GiB; 0 for no cap */
         int64_t chunk_ms;            /* head chunk span, whole minutes dividing an hour; default 1 min */
         int64_t check_interval_ms;   /* PRAGMA quick_check of the file; default 1 h; 0 for none */
+        /* Series the database may hold (0: no limit): a new series beyond it
+         * is not stored, and counted; old series free their place once none
+         * of their rows is left in any tier. Default STORE_DEFAULT_MAX_SERIES. */
+        uint64_t max_series;
 };
 
 /* Fills o with the defaults above. */

@@ -426,6 +426,89 @@ static void store_open__open_minute_lists_a_series_twice__set_aside_and_opened(v
         store_close(s);
 }
 
+static size_t stored_series(struct store *s) {
+        struct series_desc *list = NULL;
+        size_t n = 0;
+        assert_int_equal(store_list_series(s, -1, NULL, 0, &list, &n), 0);
+        free(list);
+        return n;
+}
+
+/* The series limit: a new series beyond it is not stored, and counted;
+ * series that are already stored go on being stored. */
+static void store_register_series__beyond_the_limit__new_series_left_out_and_counted(void **state) {
+        struct fixture *f = *state;
+        const struct series_desc more[] = {
+                series[0],
+                series[1],
+                series[2],
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "1" } },
+                { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "2" } },
+        };
+        struct store_options o;
+        struct store *s = NULL;
+        struct history_stats st;
+        double values[] = { 0.5, 0.5, 1, 2, 3 };
+        uint8_t valid[] = { 1, 1, 1, 1, 1 };
+
+        store_options_init(&o);
+        o.max_series = 4;
+        assert_int_equal(store_open_with(f->path, &o, &s), 0);
+        assert_int_equal(store_register_series(s, series, 3), 0);
+        assert_int_equal(store_append(s, 1000000, values, valid, 3), 0);
+        assert_int_equal(store_register_series(s, more, 5), 0);
+        store_get_stats(s, &st);
+        assert_int_equal(st.series_over_limit, 1);
+        assert_int_equal(st.series_refused, 1);
+        assert_true(st.degraded);
+        assert_int_equal(store_append(s, 1001000, values, valid, 5), 0);
+        assert_int_equal(stored_series(s), 4);
+        struct history_result *r = query(s, METRIC_DEVICE_MEMORY_USED, 1000000, 1001000, 1000, HISTORY_AGG_LAST);
+        assert_int_equal(r->n_series, 2);
+        assert_string_equal(r->series[1].desc.label_values[0], "1");
+        assert_int_equal(r->series[1].n_points, 1);
+        history_result_free(r);
+        store_close(s);
+}
+
+/* Series of no current list whose rows all aged out of every tier are
+ * removed, and free their place under the limit; the series with the
+ * highest id stays, so that no id is ever given to another series. */
+static void store_enforce_retention__series_without_rows__removed_freeing_the_limit(void **state) {
+        struct fixture *f = *state;
+        const int64_t hour = 3600000;
+        const struct series_desc later[] = { series[2],
+                                             { .metric = METRIC_DEVICE_MEMORY_USED, .label_values = { "7" } } };
+        struct store_options o;
+        struct store *s = NULL;
+        struct history_stats st;
+        double values[] = { 0.5, 0.5, 1 };
+        uint8_t valid[] = { 1, 1, 1 };
+
+        store_options_init(&o);
+        o.raw_retention_ms = o.minute_retention_ms = o.hour_retention_ms = 2 * hour;
+        o.max_series = 3;
+        assert_int_equal(store_open_with(f->path, &o, &s), 0);
+        /* Ids in this order: device 0's memory, core 0, core 1 (the highest). */
+        const struct series_desc first[] = { series[2], series[0], series[1] };
+        assert_int_equal(store_register_series(s, first, 3), 0);
+        int64_t t = 100 * hour;
+        assert_int_equal(store_append(s, t, values, valid, 3), 0);
+        /* Only device 0's memory goes on: the two cores' series age out,
+         * and core 0's goes; core 1's, with the highest id, stays. */
+        assert_int_equal(store_register_series(s, series + 2, 1), 0);
+        for (t += 600000; t < 106 * hour; t += 600000)
+                assert_int_equal(store_append(s, t, values + 2, valid, 1), 0);
+        assert_int_equal(stored_series(s), 2);
+        /* Their places are free for new series. */
+        assert_int_equal(store_register_series(s, later, 2), 0);
+        store_get_stats(s, &st);
+        assert_int_equal(st.series_over_limit, 0);
+        assert_int_equal(store_append(s, t, values + 1, valid, 2), 0);
+        assert_int_equal(stored_series(s), 3);
+        store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(store_append__ticks__read_back_by_bucket, setup, teardown),
@@ -443,6 +526,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(
                         store_register_series__duplicate__others_stored_across_changes_and_restart, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__open_minute_lists_a_series_twice__set_aside_and_opened,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        store_register_series__beyond_the_limit__new_series_left_out_and_counted, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_enforce_retention__series_without_rows__removed_freeing_the_limit,
                                                 setup, teardown),
         };
         return cmocka_run_group_tests_name("store", tests, NULL, NULL);
