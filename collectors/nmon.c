@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collectors/nmon.h"
@@ -17,6 +18,12 @@
 #define RESTART_MAX_MS 60000
 /* Read at most this much per tick, so that a flood cannot hold the tick. */
 #define DRAIN_MAX (4 * NMON_LINE_MAX)
+/* What one tick spends on the lines it drained: a child flooding the pipe
+ * with junk lines (millions of them in DRAIN_MAX) must not hold the tick.
+ * neuron-monitor writes one document per period, so a tick normally has
+ * one or two lines; the rest are skipped, and counted. */
+#define LINES_PER_TICK 64
+#define PARSE_BUDGET_NS (100 * 1000000LL)
 #define CHUNK 65536
 
 enum source_kind {
@@ -62,7 +69,10 @@ struct nmon {
         int64_t next_start_ms, backoff_ms;
         char *line; /* the partial line read so far */
         size_t len;
-        bool discarding; /* inside a line over NMON_LINE_MAX */
+        bool discarding;      /* inside a line over NMON_LINE_MAX */
+        uint64_t lines_taken; /* in this tick's drain, and past the bounds on it */
+        uint64_t lines_skipped;
+        int64_t parse_deadline_ns;
         struct nmon_report report;
         struct totals *totals;
         bool has_report;
@@ -221,11 +231,22 @@ static int take_report(struct nmon *m, struct nmon_report *rep, int64_t now_ms) 
         return 0;
 }
 
+static int64_t monotonic_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int take_line(struct nmon *m, const char *text, size_t len, int64_t now_ms) {
         struct nmon_report rep;
         char err[128];
         if (len == 0)
                 return 0;
+        if (m->lines_taken >= LINES_PER_TICK || monotonic_ns() > m->parse_deadline_ns) {
+                m->lines_skipped++;
+                return 0;
+        }
+        m->lines_taken++;
         int r = nmon_parse(text, len, &rep, err, sizeof(err));
         if (r == -ENOMEM)
                 return r;
@@ -238,9 +259,7 @@ static int take_line(struct nmon *m, const char *text, size_t len, int64_t now_m
         return r;
 }
 
-/* Reads what the pipe holds, without waiting, and takes each complete
- * line in order. Returns 0, or -EPIPE at the end of the child's output. */
-static int drain(struct nmon *m, int64_t now_ms) {
+static int drain_lines(struct nmon *m, int64_t now_ms) {
         if (!m->line) {
                 m->line = malloc(NMON_LINE_MAX);
                 if (!m->line)
@@ -279,6 +298,25 @@ static int drain(struct nmon *m, int64_t now_ms) {
                 }
         }
         return 0;
+}
+
+/* Reads what the pipe holds, without waiting, and takes each complete
+ * line in order, within LINES_PER_TICK and PARSE_BUDGET_NS. Returns 0, or
+ * -EPIPE at the end of the child's output. */
+static int drain(struct nmon *m, int64_t now_ms) {
+        m->lines_taken = m->lines_skipped = 0;
+        m->parse_deadline_ns = monotonic_ns() + PARSE_BUDGET_NS;
+        int r = drain_lines(m, now_ms);
+        if (m->lines_skipped > 0) {
+                /* Said first: a flood is why the lines' own problems stop being read. */
+                char first[sizeof(m->problem)];
+                snprintf(first, sizeof(first), "%s", m->problem);
+                m->problem[0] = '\0';
+                set_problem(m, "neuron-monitor: %llu lines skipped this tick, past %d lines or %lld ms of parsing%s%s",
+                            (unsigned long long) m->lines_skipped, LINES_PER_TICK, PARSE_BUDGET_NS / 1000000,
+                            first[0] ? "; first: " : "", first);
+        }
+        return r;
 }
 
 /* Keeps the input going: starts the child when due, reads, and stops a

@@ -445,6 +445,27 @@ static void nmon_collector__child_killed_or_exiting__restarted_with_reason(void 
         free(v.b.valid);
 }
 
+/* A monitor that floods the pipe with junk lines: a tick parses at most
+ * 64 lines (or 100 ms of them), skips the rest and says how many, and the
+ * documents that follow the flood are taken. */
+static void nmon_collector__junk_flood__lines_bounded_per_tick(void **state) {
+        (void) state;
+        char spec[2048], err[256];
+        struct collector *c = NULL;
+        struct values v = { 0 };
+        char *top = strdup(srcdir_path(""));
+        snprintf(spec, sizeof(spec),
+                 "sysfs:%stests/data/trn1,monitor=yes x | head -n 1000000; while :; do head -n 1 "
+                 "%stests/data/neuron-monitor/run.jsonl; sleep 0.05; done",
+                 top, top);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        assert_true(wait_for(c, 1, "lines skipped this tick, past 64 lines or 100 ms of parsing", &v));
+        collector_close(c);
+        free(top);
+        free(v.b.values);
+        free(v.b.valid);
+}
+
 static void nmon_open__bad_options__einval(void **state) {
         (void) state;
         char spec[2048], err[256];
@@ -474,6 +495,7 @@ int main(void) {
                 cmocka_unit_test_teardown(nmon_collector__fifo__runtimes_come_and_go_counters_add, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__child_killed_or_exiting__restarted_with_reason,
                                           scratch_teardown),
+                cmocka_unit_test(nmon_collector__junk_flood__lines_bounded_per_tick),
                 cmocka_unit_test(nmon_open__bad_options__einval),
         };
         return cmocka_run_group_tests_name("nmon", tests, NULL, NULL);
