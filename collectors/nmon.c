@@ -13,6 +13,7 @@
 
 #include "collectors/nmon.h"
 #include "collectors/sysfs.h"
+#include "lib/log.h"
 
 #define RESTART_MIN_MS 1000
 #define RESTART_MAX_MS 60000
@@ -70,6 +71,7 @@ struct nmon {
         char *line; /* the partial line read so far */
         size_t len;
         bool discarding;      /* inside a line over NMON_LINE_MAX */
+        bool flooded;         /* the last drain skipped lines */
         uint64_t lines_taken; /* in this tick's drain, and past the bounds on it */
         uint64_t lines_skipped;
         int64_t parse_deadline_ns;
@@ -307,6 +309,16 @@ static int drain(struct nmon *m, int64_t now_ms) {
         m->lines_taken = m->lines_skipped = 0;
         m->parse_deadline_ns = monotonic_ns() + PARSE_BUDGET_NS;
         int r = drain_lines(m, now_ms);
+        /* Said when it starts and ends; meanwhile each tick's reason counts. */
+        if ((m->lines_skipped > 0) != m->flooded) {
+                m->flooded = m->lines_skipped > 0;
+                if (m->flooded)
+                        log_collector(LOG_LEVEL_WARNING, "neuron-monitor",
+                                      "more lines than a tick takes (%d, or %lld ms of parsing): lines skipped",
+                                      LINES_PER_TICK, PARSE_BUDGET_NS / 1000000);
+                else
+                        log_collector(LOG_LEVEL_INFO, "neuron-monitor", "every line read again");
+        }
         if (m->lines_skipped > 0) {
                 /* Said first: a flood is why the lines' own problems stop being read. */
                 char first[sizeof(m->problem)];

@@ -18,8 +18,9 @@
  * (system_data), instance_info and the hardware counters are not read: the
  * host collector, the instance metadata and sysfs give the same figures.
  *
- * Each tick reads what the pipe holds without waiting and uses its latest
- * complete line. A runtime's series exist while the latest document lists
+ * Each tick reads what the pipe holds without waiting and takes its
+ * complete lines, at most 64 or 100 ms of parsing of them (the rest are
+ * skipped and counted: a flood of lines must not hold the tick). A runtime's series exist while the latest document lists
  * it; they go when it leaves the document, when the child exits or when no
  * document came for NMON_STALE_MS. Values mean what AWS's
  * neuron-monitor-prometheus.py exporter makes of them: percentages / 100

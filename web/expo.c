@@ -429,7 +429,9 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                 buf_printf(out, "neurond_storage_series_unstored{reason=\"duplicate\"} %zu\n", st.series_duplicated);
                 buf_printf(out, "neurond_storage_series_unstored{reason=\"limit\"} %zu\n", st.series_over_limit);
                 family_header(out, format, "neurond_storage_series_refused_total",
-                              "New series not stored because the database holds max_series already.", "counter", NULL);
+                              "Series left out at max_series, counted each time a series list holding them is "
+                              "taken.",
+                              "counter", NULL);
                 buf_printf(out, "neurond_storage_series_refused_total %llu\n", (unsigned long long) st.series_refused);
                 family_header(out, format, "neurond_storage_damaged_databases_total",
                               "Damaged database files set aside at start-up.", "counter", NULL);
