@@ -453,7 +453,11 @@ static int loop_reload(struct loop *l, int tfd, bool held) {
 }
 
 int loop_run(struct loop *l, int signal_fd) {
-        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        /* Non-blocking: a SIGHUP that changes the interval re-arms the timer
+         * after poll() found it due, which takes back that expiration; a
+         * blocking read would then wait out the new interval (an hour, say)
+         * with SIGTERM unread. */
+        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         int64_t ping_ms = notify_watchdog_ping_ms();
         char status[160];
         bool held = false;

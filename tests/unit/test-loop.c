@@ -286,6 +286,47 @@ static void loop_run__collector_slower_than_interval__skips_and_counts(void **st
         snapshot_unref(snap);
 }
 
+/* After the first tick (which took longer than the interval, so that the
+ * timer is due again): a SIGHUP, for the loop to find beside the timer. */
+static void hup_after_first_tick(void *userdata) {
+        struct loop *l = userdata;
+        if (l->tick == 1)
+                kill(getpid(), SIGHUP);
+}
+
+/* The reload lengthens the interval to 2 s, and SIGTERM comes right after. */
+static int reload_longer_then_stop(struct loop *l, void *userdata) {
+        (void) userdata;
+        l->interval_ms = 2000;
+        kill(getpid(), SIGTERM);
+        return 0;
+}
+
+static void loop_run__reload_changes_interval_while_tick_due__sigterm_read_at_once(void **state) {
+        struct fixture *f = *state;
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGTERM);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &mask, NULL), 0);
+        int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        assert_true(sfd >= 0);
+
+        /* The reload re-arms the timer after poll() found it due, which
+         * takes that expiration back: the loop must not wait for the new
+         * interval's first one (a tick 2 s later) before it reads SIGTERM. */
+        f->fake->sleep_ms = 250;
+        f->loop.after_tick = hup_after_first_tick;
+        f->loop.after_tick_userdata = &f->loop;
+        f->loop.reload = reload_longer_then_stop;
+        assert_int_equal(loop_run(&f->loop, sfd), 0);
+        close(sfd);
+        assert_int_equal(f->loop.interval_ms, 2000);
+        assert_int_equal(f->loop.tick, 1);
+        assert_int_equal(f->fake->reads, 1);
+}
+
 /* The series of each tick's snapshot. */
 static struct snapshot *tick_and_get(struct fixture *f) {
         assert_int_equal(loop_tick(&f->loop), 0);
@@ -446,6 +487,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_tick__error_changes__logged_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__collector_slower_than_interval__skips_and_counts, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(loop_run__reload_changes_interval_while_tick_due__sigterm_read_at_once,
+                                                setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__runtimes_come_and_go__series_sets_follow, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__driven_ticks__one_interval_apart_answered_once_stored, setup,
                                                 teardown),
