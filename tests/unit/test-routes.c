@@ -128,12 +128,14 @@ static void routes_table__every_row__has_a_section_in_api_md(void **state) {
 
 static void doc_problems__missing_and_stray_sections__counted(void **state) {
         /* Every row but /api/v1/series, plus a section for a path no row has. */
-        static const char doc[] = "# API\n"
-                                  "## `/metrics`\n## `/healthz`\n## `/api/v1/devices`\n"
-                                  "## `/api/v1/devices/{index}`\n## `/api/v1/runtimes`\n## `/api/v1/latest`\n"
-                                  "## `/api/v1/query_range`\n## `/api/v1/pods`\n"
-                                  "## `/api/v1/status`\n## `/api/v1/admin/faults`\n## `/api/...`\n## `/`\n"
-                                  "## `/api/v1/query`\n## Parameter validation\n";
+        static const char doc[] =
+                "# API\n"
+                "## `/metrics`\n## `/healthz`\n## `/api/v1/devices`\n"
+                "## `/api/v1/devices/{index}`\n## `/api/v1/runtimes`\n## `/api/v1/latest`\n"
+                "## `/api/v1/query_range`\n## `/api/v1/pods`\n"
+                "## `/api/v1/status`\n## `/api/v1/admin/faults`\n## `/api/v1/admin/ticks`\n## `/api/...`\n"
+                "## `/`\n"
+                "## `/api/v1/query`\n## Parameter validation\n";
         assert_int_equal(doc_problems(doc), 2);
 }
 
