@@ -246,9 +246,9 @@ wait_helper() {
 wait_until() {
   _wait_seconds=10
   case ${1:-} in '' | *[!0-9]*) ;; *) _wait_seconds=$1 && shift ;; esac
-  _wait_end=$(($(date +%s) + _wait_seconds * SLOW))
+  _wait_end=$(($(date +%s%N) / 1000000 + _wait_seconds * SLOW * 1000))
   while ! "$@"; do
-    if [ "$(date +%s)" -ge "$_wait_end" ]; then
+    if [ "$(($(date +%s%N) / 1000000))" -ge "$_wait_end" ]; then
       echo "timed out after $((_wait_seconds * SLOW)) s waiting until: $*" >&2
       return 1
     fi
