@@ -1,7 +1,6 @@
 /* libFuzzer target for the neuron-monitor JSON parser: the input is one
  * line of neuron-monitor's output. What the parser accepts must keep its
- * bounds. make check replays the corpus through this function
- * (tests/unit/test-nmon.c). */
+ * bounds. */
 #include "config.h"
 
 #include <errno.h>

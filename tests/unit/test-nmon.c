@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -19,8 +18,6 @@
 
 #include "collectors/nmon.h"
 #include "tests/unit/assert-double.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char path_buf[1024];
 
@@ -193,33 +190,6 @@ static void nmon_parse__hostile_tag__cleaned_and_cut(void **state) {
         assert_int_equal(strlen(rep.runtimes[0].tag), SERIES_LABEL_VALUE_MAX - 1);
         assert_int_equal(strncmp(rep.runtimes[0].tag, "a?b??\"000", 9), 0);
         nmon_report_free(&rep);
-}
-
-/* The fuzz corpus is a regression test even without clang. */
-static void fuzz_nmon_parse__corpus__every_input_passes(void **state) {
-        (void) state;
-        char dir[1024];
-        snprintf(dir, sizeof(dir), "%s", srcdir_path("tests/fuzz/corpus/fuzz-nmon-parse"));
-        DIR *d = opendir(dir);
-        int n = 0;
-        assert_non_null(d);
-        for (struct dirent *e; (e = readdir(d));) {
-                char path[2048];
-                if (e->d_name[0] == '.')
-                        continue;
-                snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-                FILE *f = fopen(path, "rb");
-                assert_non_null(f);
-                uint8_t *buf = malloc(1 << 20);
-                assert_non_null(buf);
-                size_t len = fread(buf, 1, 1 << 20, f);
-                fclose(f);
-                assert_int_equal(LLVMFuzzerTestOneInput(buf, len), 0);
-                free(buf);
-                n++;
-        }
-        closedir(d);
-        assert_true(n >= 8);
 }
 
 /* ---- the collector ---------------------------------------------------- */
@@ -491,7 +461,6 @@ int main(void) {
                 cmocka_unit_test(nmon_parse__malformed__refused),
                 cmocka_unit_test(nmon_parse__bounds__runtimes_and_cores_capped),
                 cmocka_unit_test(nmon_parse__hostile_tag__cleaned_and_cut),
-                cmocka_unit_test(fuzz_nmon_parse__corpus__every_input_passes),
                 cmocka_unit_test_teardown(nmon_collector__fifo__runtimes_come_and_go_counters_add, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__child_killed_or_exiting__restarted_with_reason,
                                           scratch_teardown),
