@@ -156,9 +156,15 @@ int chunk_v2_decode(const uint8_t *data, size_t size, int64_t *ts, double *value
                 if (mode == CHUNK_CONST) {
                         values[i] = constant;
                 } else if (mode == CHUNK_INT) {
-                        prev_int_delta += get_varbits(&rd);
-                        prev_int += prev_int_delta;
-                        values[i] = (double) (base + prev_int * g);
+                        /* Schema 2 wrote integers below 2^53, so their
+                         * sums fit in 64 bits: one that overflows is a
+                         * damaged chunk's, refused, not undefined. */
+                        int64_t x;
+                        if (__builtin_add_overflow(prev_int_delta, get_varbits(&rd), &prev_int_delta) ||
+                            __builtin_add_overflow(prev_int, prev_int_delta, &prev_int) ||
+                            __builtin_mul_overflow(prev_int, g, &x) || __builtin_add_overflow(base, x, &x))
+                                return -EBADMSG;
+                        values[i] = (double) x;
                 } else if (mode == CHUNK_SPLIT) {
                         values[i] = get_split(&rd, &prev_hi);
                 } else {

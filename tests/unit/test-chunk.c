@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "storage/chunk-v2.h"
 #include "storage/chunk.h"
 
 /* A small deterministic generator, so failures reproduce. */
@@ -374,6 +375,57 @@ static void chunk_encode__bad_input__refused(void **state) {
         assert_int_equal(chunk_count(old, sizeof(old), NULL), -EBADMSG);
 }
 
+/* Schema 2's bit stream, most significant bit first, as its encoder wrote
+ * it (storage/chunk-v2.c), to write chunks by hand. */
+struct v2_bits {
+        uint8_t *data;
+        size_t pos;
+};
+
+static void v2_put(struct v2_bits *w, uint64_t v, unsigned n) {
+        for (unsigned i = n; i-- > 0; w->pos++)
+                if (v >> i & 1)
+                        w->data[w->pos / 8] |= (uint8_t) (0x80 >> w->pos % 8);
+}
+
+/* '0' for zero, else '1', the length less one in 6 bits, the zigzag. */
+static void v2_put_varbits(struct v2_bits *w, int64_t v) {
+        uint64_t z = ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+        unsigned len = 64 - (unsigned) __builtin_clzll(z | 1);
+        v2_put(w, v != 0, 1);
+        if (v != 0) {
+                v2_put(w, len - 1, 6);
+                v2_put(w, z, len);
+        }
+}
+
+/* Schema 2's integers were below 2^53: a damaged integer chunk whose
+ * values overflow 64 bits is refused (its arithmetic was undefined). */
+static void chunk_v2_decode__integers_overflow__ebadmsg(void **state) {
+        (void) state;
+        int64_t ts[2];
+        double v[2];
+        for (uint8_t n = 1; n <= 2; n++) {
+                /* Integers at equal intervals, each base + k * divisor,
+                 * k coded as differences of differences. */
+                uint8_t data[32] = { 0x12, n };
+                struct v2_bits w = { data, 40 };
+                v2_put(&w, 1700000000000, 64);
+                v2_put_varbits(&w, 1000);             /* the interval */
+                v2_put_varbits(&w, 0);                /* base */
+                v2_put_varbits(&w, INT64_C(1) << 62); /* divisor */
+                v2_put_varbits(&w, 1);                /* k = 1: 2^62 */
+                v2_put_varbits(&w, 0);                /* k = 2, the same difference: 2^63 */
+                assert_int_equal(chunk_v2_count(data, sizeof(data)), n);
+                if (n == 1) {
+                        assert_int_equal(chunk_v2_decode(data, sizeof(data), ts, v), 1);
+                        assert_true(ts[0] == 1700000000000 && v[0] == 0x1p62);
+                } else {
+                        assert_int_equal(chunk_v2_decode(data, sizeof(data), ts, v), -EBADMSG);
+                }
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(chunk_encode__random_series__round_trips),
@@ -385,6 +437,7 @@ int main(void) {
                 cmocka_unit_test(chunk_decode__columns__any_subset),
                 cmocka_unit_test(chunk_encode__same_column__stored_once),
                 cmocka_unit_test(chunk_encode__bad_input__refused),
+                cmocka_unit_test(chunk_v2_decode__integers_overflow__ebadmsg),
         };
         return cmocka_run_group_tests_name("chunk", tests, NULL, NULL);
 }
