@@ -1077,6 +1077,16 @@ int chunk_decode(const uint8_t *data, size_t size, int64_t until, int64_t *ts, d
         int_read(&body, (size_t) n, (size_t) n, ts, NULL);
         if (body.bad)
                 return -EBADMSG;
+        /* Only timestamps chunk_encode() takes, strictly increasing and
+         * less than 2^53 ms apart: a damaged chunk's out of order would
+         * defeat the search for until below and the readers that take
+         * samples in order, and far apart, overflow the intervals that
+         * derived chunks take (storage/derive.c). */
+        for (size_t i = 1; i < (size_t) n; i++)
+                if (ts[i] <= ts[i - 1])
+                        return -EBADMSG;
+        if ((uint64_t) ts[n - 1] - (uint64_t) ts[0] >= (UINT64_C(1) << 53))
+                return -EBADMSG;
         size_t m = 0, hi = (size_t) n;
         while (m < hi) { /* the first timestamp past until */
                 size_t mid = m + (hi - m) / 2;

@@ -44,5 +44,6 @@ int chunk_count(const uint8_t *data, size_t size, size_t *ret_columns);
 /* Decodes the samples whose timestamps are at most until: their
  * timestamps into ts[] and, for each column c whose bit is set in mask,
  * their values into columns[c][] (each with room for chunk_count()
- * entries). Returns the number of samples decoded or -EBADMSG. */
+ * entries). Returns the number of samples decoded or -EBADMSG, also for
+ * timestamps chunk_encode() refuses. */
 int chunk_decode(const uint8_t *data, size_t size, int64_t until, int64_t *ts, double *const *columns, unsigned mask);

@@ -375,6 +375,32 @@ static void chunk_encode__bad_input__refused(void **state) {
         assert_int_equal(chunk_count(old, sizeof(old), NULL), -EBADMSG);
 }
 
+/* A damaged chunk whose timestamps chunk_encode() would refuse is
+ * refused: out of order (the search for until and the readers take them
+ * in order), or 2^53 ms apart. Each is a steady series' chunk with the
+ * first difference of its timestamps changed: after the header (format,
+ * count, the stream's length), the stream's kind, scale, base, step,
+ * order and width, the seed, as a zigzag varint. */
+static void chunk_decode__timestamps_encode_refuses__ebadmsg(void **state) {
+        (void) state;
+        int64_t ts[] = { 1000, 2000, 3000 }, far[] = { 0, INT64_C(1) << 52 }, got_ts[3];
+        double v[] = { 1, 2, 3 }, got[3];
+        uint8_t *data = NULL;
+        size_t size = 0;
+        assert_int_equal(chunk_encode(ts, (const double *const[]){ v }, 1, 3, &data, &size), 0);
+        assert_int_equal(chunk_decode(data, size, INT64_MAX, got_ts, (double *const[]){ got }, 1), 3);
+        assert_int_equal(data[11], 2); /* 1 step; base and step take 2 bytes each */
+        data[11] = 1;                  /* -1 step: 1000, 0, -1000 */
+        assert_int_equal(chunk_decode(data, size, INT64_MAX, got_ts, (double *const[]){ got }, 1), -EBADMSG);
+        free(data);
+        assert_int_equal(chunk_encode(far, (const double *const[]){ v }, 1, 2, &data, &size), 0);
+        assert_int_equal(chunk_decode(data, size, INT64_MAX, got_ts, (double *const[]){ got }, 1), 2);
+        assert_int_equal(data[16], 2); /* 1 step; the base takes 1 byte, the step 2^52 8 */
+        data[16] = 4;                  /* 2 steps: 0, 2^53 */
+        assert_int_equal(chunk_decode(data, size, INT64_MAX, got_ts, (double *const[]){ got }, 1), -EBADMSG);
+        free(data);
+}
+
 /* Schema 2's bit stream, most significant bit first, as its encoder wrote
  * it (storage/chunk-v2.c), to write chunks by hand. */
 struct v2_bits {
@@ -437,6 +463,7 @@ int main(void) {
                 cmocka_unit_test(chunk_decode__columns__any_subset),
                 cmocka_unit_test(chunk_encode__same_column__stored_once),
                 cmocka_unit_test(chunk_encode__bad_input__refused),
+                cmocka_unit_test(chunk_decode__timestamps_encode_refuses__ebadmsg),
                 cmocka_unit_test(chunk_v2_decode__integers_overflow__ebadmsg),
         };
         return cmocka_run_group_tests_name("chunk", tests, NULL, NULL);
