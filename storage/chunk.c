@@ -442,7 +442,7 @@ static void int_read(struct in *r, size_t n, size_t m, int64_t *xs, double *vs) 
         double factor = h.scale <= 9 ? powers_of_ten[h.scale] : ldexp(1, SCALE_BINARY - h.scale);
         bool divide = h.scale <= 9;
         /* Wrapping arithmetic: malformed input must not be undefined. */
-        uint64_t k = (uint64_t) -h.seed, d = (uint64_t) h.seed, zeros = 0, tokens = 0;
+        uint64_t k = -(uint64_t) h.seed, d = (uint64_t) h.seed, zeros = 0, tokens = 0;
         bool pending = false;
         for (size_t i = 0; i < m && !r->bad; i++) {
                 uint64_t res = 0;

@@ -401,6 +401,26 @@ static void chunk_decode__timestamps_encode_refuses__ebadmsg(void **state) {
         free(data);
 }
 
+/* Any seed decodes without undefined arithmetic, INT64_MIN too (its
+ * negation overflowed, which UBSan stops on): the steady chunk above with
+ * that seed, 10 bytes in place of 1, wraps to 1000 twice and is refused. */
+static void chunk_decode__seed_int64_min__wraps_and_refused(void **state) {
+        (void) state;
+        int64_t ts[] = { 1000, 2000, 3000 }, got_ts[3];
+        double v[] = { 1, 2, 3 }, got[3];
+        static const uint8_t seed[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+        uint8_t *data = NULL, damaged[64];
+        size_t size = 0;
+        assert_int_equal(chunk_encode(ts, (const double *const[]){ v }, 1, 3, &data, &size), 0);
+        assert_true(size + 9 <= sizeof(damaged) && data[2] == 10 && data[11] == 2);
+        memcpy(damaged, data, 11);
+        damaged[2] += 9; /* the timestamps' stream is 9 bytes longer */
+        memcpy(damaged + 11, seed, sizeof(seed));
+        memcpy(damaged + 21, data + 12, size - 12);
+        assert_int_equal(chunk_decode(damaged, size + 9, INT64_MAX, got_ts, (double *const[]){ got }, 1), -EBADMSG);
+        free(data);
+}
+
 /* Schema 2's bit stream, most significant bit first, as its encoder wrote
  * it (storage/chunk-v2.c), to write chunks by hand. */
 struct v2_bits {
@@ -464,6 +484,7 @@ int main(void) {
                 cmocka_unit_test(chunk_encode__same_column__stored_once),
                 cmocka_unit_test(chunk_encode__bad_input__refused),
                 cmocka_unit_test(chunk_decode__timestamps_encode_refuses__ebadmsg),
+                cmocka_unit_test(chunk_decode__seed_int64_min__wraps_and_refused),
                 cmocka_unit_test(chunk_v2_decode__integers_overflow__ebadmsg),
         };
         return cmocka_run_group_tests_name("chunk", tests, NULL, NULL);
