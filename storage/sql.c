@@ -48,8 +48,15 @@ int sql_open(const char *path, int flags, sqlite3 **ret) {
         }
         sqlite3_busy_timeout(db, 5000);
         /* 1 MiB of page cache per connection instead of 2: the daemon's
-         * memory budget is small, and the OS caches the file anyway. */
-        sqlite3_exec(db, "PRAGMA cache_size = -1024", NULL, NULL, NULL);
+         * memory budget is small, and the OS caches the file anyway. It
+         * reads the schema, so it is also the connection's first read (of
+         * a read-only connection, the only one before its first query):
+         * a file that cannot be read fails the open. */
+        int r = sql_exec(db, "PRAGMA cache_size = -1024");
+        if (r < 0) {
+                sqlite3_close(db);
+                return r;
+        }
         *ret = db;
         return 0;
 }

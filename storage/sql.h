@@ -12,7 +12,8 @@
 int sql_errno(int rc);
 
 /* Opens a connection with the store's settings (busy timeout, a small page
- * cache). flags as sqlite3_open_v2() takes them. */
+ * cache), reading the file's schema. flags as sqlite3_open_v2() takes
+ * them. */
 int sql_open(const char *path, int flags, sqlite3 **ret);
 
 /* Runs one or more statements that return nothing the caller needs. */

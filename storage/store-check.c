@@ -23,21 +23,22 @@ static int check_once(struct store *s) {
         if (generation == 0)
                 return -EAGAIN;
         /* A file set aside after this point is checked under its old
-         * generation, and the finding is dropped as old news. */
+         * generation, and the finding is dropped as old news. Opening
+         * reads the schema: a damaged file may fail it already. */
         int r = sql_open(s->path, SQLITE_OPEN_READONLY, &db);
-        if (r < 0)
-                return r;
-        pthread_mutex_lock(&s->check_lock);
-        bool stop = s->check_stop;
-        if (!stop)
-                s->check_db = db;
-        pthread_mutex_unlock(&s->check_lock);
-        if (!stop)
-                r = sql_quick_check(db);
-        pthread_mutex_lock(&s->check_lock);
-        s->check_db = NULL;
-        pthread_mutex_unlock(&s->check_lock);
-        sqlite3_close(db);
+        if (r == 0) {
+                pthread_mutex_lock(&s->check_lock);
+                bool stop = s->check_stop;
+                if (!stop)
+                        s->check_db = db;
+                pthread_mutex_unlock(&s->check_lock);
+                if (!stop)
+                        r = sql_quick_check(db);
+                pthread_mutex_lock(&s->check_lock);
+                s->check_db = NULL;
+                pthread_mutex_unlock(&s->check_lock);
+                sqlite3_close(db);
+        }
         if (r == -EUCLEAN)
                 store_note_damage(s, generation);
         return r;
