@@ -192,7 +192,11 @@ int store_register_series(struct store *s, const struct series_desc *series, siz
                         r = sql_exec(s->db, "BEGIN IMMEDIATE");
                 if (r == 0) {
                         r = store_close_out_recent(s);
-                        r = sql_exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK") < 0 && r == 0 ? -EIO : r;
+                        /* A commit that fails says why (a full disk is -ENOSPC). */
+                        if (r == 0)
+                                r = sql_exec(s->db, "COMMIT");
+                        if (r < 0)
+                                sql_exec(s->db, "ROLLBACK");
                 }
                 if (r == 0)
                         s->buf.n_ticks = s->buf.n_durable = 0;
