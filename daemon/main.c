@@ -218,14 +218,6 @@ static int open_signals(struct daemon *d) {
         return 0;
 }
 
-/* A database that cannot be opened because of the file system's state
- * (full, read-only, failing) may come back by itself, so the daemon starts
- * without it; anything else (no such directory, no permission, a file of a
- * newer neurond) needs the operator. */
-static bool store_error_is_transient(int r) {
-        return r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EIO;
-}
-
 static int open_store(struct daemon *d) {
         const struct settings *s = &d->settings;
         struct store_options options;

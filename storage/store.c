@@ -109,6 +109,10 @@ int store_open_deferred(const char *path, const struct store_options *o, int err
         return 0;
 }
 
+bool store_error_is_transient(int error) {
+        return error == -ENOSPC || error == -EDQUOT || error == -EROFS || error == -EIO;
+}
+
 /* Lets go of a file found damaged, for store_attach() to set it aside. */
 static void drop_if_damaged(struct store *s) {
         pthread_mutex_lock(&s->stats_lock);

@@ -94,6 +94,13 @@ int store_open_or_set_aside(const char *path, const struct store_options *o, str
  * queries fail with -EAGAIN. */
 int store_open_deferred(const char *path, const struct store_options *o, int error, struct store **ret);
 
+/* Whether an error of the store_open functions comes from the file
+ * system's state (full, read-only, failing), which may pass by itself: the
+ * daemon then starts without its database (store_open_deferred()).
+ * Anything else (no such directory, no permission, a file of a newer
+ * neurond) needs the operator. */
+bool store_error_is_transient(int error);
+
 /* The pid of the process that holds the lock of the database at path,
  * after an open failed with -EBUSY. Returns 0, -ENODATA when the lock file
  * names none, or the errno of reading it. */
