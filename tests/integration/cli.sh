@@ -1,6 +1,8 @@
 #!/bin/sh
 # The command line: bad input gets one line naming the problem and exit 2,
-# before anything is opened; --help, --version and --check-config work.
+# before anything is opened, and a database the daemon cannot open for the
+# operator's reasons exits 2 naming why; --help, --version and
+# --check-config work.
 . "$(dirname "$0")/lib.sh"
 
 expect_usage_error() {
@@ -42,6 +44,27 @@ out=$("$NEUROND" --config "$TEST_TMP/good.conf" --db "$TEST_TMP/never.db" --chec
 echo "$out" | grep -q "interval 2000ms" || fail "--check-config: $out"
 echo "$out" | grep -q "model:trn1.2xlarge" || fail "--check-config: $out"
 [ ! -e "$TEST_TMP/never.db" ] || fail "--check-config created the database"
+# A database the daemon cannot open for the operator's reasons: no such
+# directory, and no permission (as root: the daemon as nobody in the
+# test's private directory, mode 0700; not under a wrapper such as
+# valgrind's, whose log nobody could not write). Exit 2 with the reason,
+# once the database is tried. A file system that is full, read-only or
+# out of inodes is no such mistake: the daemon starts degraded
+# (reliability-dbopen.sh, tests/unit/test-store-faults.c).
+status=0
+"$NEUROND" --allow-root --listen 127.0.0.1:0 --db "$TEST_TMP/missing/neurond.db" --backend model:trn1.2xlarge \
+  >"$TEST_TMP/run.log" 2>&1 || status=$?
+[ "$status" -eq 2 ] || fail "a missing database directory: exit status $status, expected 2"
+grep -q "cannot open database.*No such file or directory" "$TEST_TMP/run.log" ||
+  fail "no clear message for a missing directory: $(cat "$TEST_TMP/run.log")"
+if [ "$(id -u)" = 0 ] && [ -z "${NEUROND_WRAPPER:-}" ] && command -v setpriv >/dev/null 2>&1; then
+  status=0
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$NEUROND" --listen 127.0.0.1:0 --db "$TEST_TMP/nobody.db" \
+    --backend model:trn1.2xlarge >"$TEST_TMP/run.log" 2>&1 || status=$?
+  [ "$status" -eq 2 ] || fail "no permission for the database: exit status $status, expected 2"
+  grep -q "cannot open database.*Permission denied" "$TEST_TMP/run.log" ||
+    fail "no clear message for a permission error: $(cat "$TEST_TMP/run.log")"
+fi
 # Root is refused unless --allow-root says otherwise (lib.sh passes it).
 if [ "$(id -u)" -eq 0 ]; then
   status=0

@@ -5,6 +5,9 @@
 # by itself once space is freed; then it stops cleanly with an intact file.
 # The small file system is a tmpfs in a private mount namespace, filled
 # to the last byte by a file that is then removed.
+# This is the end-to-end case. The store's side, each write, sync, open
+# and truncate of a workload failing in turn (a full disk among them), is
+# tests/unit/test-store-faults.c.
 . "$(dirname "$0")/lib.sh"
 need curl
 need sqlite3
