@@ -14,7 +14,8 @@
 # and the roots unpacked from it. Nothing is cached anywhere else.
 #
 # root_can_make             prints why not and fails when this machine cannot
-#                           make roots (no root privileges, no namespaces)
+#                           make roots (no root privileges, no namespaces, no
+#                           loopback in a network namespace for root_run --net)
 # root_new NAME             ROOT_WORK/NAME: a new root with the base system
 #                           (the essential packages and apt); prints its path
 # root_run [--net] ROOT SCRIPT
@@ -49,6 +50,10 @@ ROOT_LIB=$(cd "$(dirname "$0")" && pwd)/lib.sh
 root_can_make() {
   [ "$(id -u)" -eq 0 ] || { echo "not running as root: mmdebstrap and chroot need root privileges"; return 1; }
   unshare --mount --pid --fork true 2>/dev/null || { echo "cannot create mount and PID namespaces"; return 1; }
+  # Bringing loopback up needs CAP_NET_ADMIN, which a container that may
+  # make namespaces can lack.
+  _ip_error=$(unshare --net ip link set lo up 2>&1) ||
+    { echo "cannot bring up loopback in a network namespace: ${_ip_error:-unshare failed}"; return 1; }
 }
 
 root_new() {
