@@ -49,8 +49,8 @@
 #define HOUR0 (3600000LL * 472222)
 #define T0 (HOUR0 + 58 * 60000 + 50000)
 #define INTERVAL_MS 20000
-/* Ticks that fail after the first fault before the faults stop: retries
- * come after 1, then 2 ticks, so one of them meets the fault again. */
+/* Ticks after the first fault before the faults stop: the store retries
+ * 1 and 3 ticks after a failure, so its retries meet the fault too. */
 #define TICKS_UNDER_FAULT 3
 #define TICKS_MAX 256
 
@@ -165,6 +165,8 @@ static bool open_store(void) {
 
 static void close_store(void) {
         long before = fault_vfs_failures();
+        if (!run.s)
+                return;
         store_close(run.s);
         run.s = NULL;
         /* Nothing failed: everything it held is written. */
