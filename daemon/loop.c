@@ -26,8 +26,6 @@ static int loop_build(struct loop *l) {
                 n += l->collectors[i]->inv.n_series;
         size_t *offsets = calloc(l->n_collectors, sizeof(*offsets));
         struct series_desc *series = calloc(n ? n : 1, sizeof(*series));
-        struct runtime_info *runtimes = NULL;
-        size_t n_runtimes = 0;
         struct series_set *set = NULL;
         int r = offsets && series ? 0 : -ENOMEM;
 
@@ -36,14 +34,11 @@ static int loop_build(struct loop *l) {
                 offsets[i] = at;
                 memcpy(series + at, inv->series, inv->n_series * sizeof(*series));
                 at += inv->n_series;
-                /* Only the accelerator backend knows of runtimes. */
-                if (inv->n_runtimes > 0 && !runtimes) {
-                        runtimes = inv->runtimes;
-                        n_runtimes = inv->n_runtimes;
-                }
         }
+        /* The first collector is the accelerator backend: its devices and
+         * runtimes go with the set (the host collector has neither). */
         if (r == 0) {
-                set = series_set_new(l->set ? l->set->generation + 1 : 1, series, n, runtimes, n_runtimes);
+                set = series_set_new(l->set ? l->set->generation + 1 : 1, series, n, &l->collectors[0]->inv);
                 r = set ? 0 : -ENOMEM;
         }
         if (r < 0) {

@@ -378,16 +378,13 @@ static int open_pods(struct daemon *d) {
 static void fill_web_context(struct daemon *d) {
         static const char *const collector_names[] = { "backend", "host" };
         const struct settings *s = &d->settings;
-        const struct inventory *inv = &d->backend->inv;
 
         d->web = (struct web_context){
                 .web_root = s->web_root,
-                .inv = inv,
                 .instance_labels = s->instance_labels,
                 .self = {
                         .version = PACKAGE_VERSION,
-                        .backend = inv->backend,
-                        .instance_type = inv->instance_type,
+                        .backend = d->backend->inv.backend,
                         .n_collectors = d->host ? 2 : 1,
                         .collector_names = collector_names,
                         .samples_stored = &d->loop.samples_stored,

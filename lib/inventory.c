@@ -27,6 +27,43 @@ void inventory_free(struct inventory *inv) {
         *inv = (struct inventory){ 0 };
 }
 
+/* A copy of bytes from src, or NULL when out of memory. */
+static void *copy_of(const void *src, size_t bytes) {
+        void *out = malloc(bytes ? bytes : 1);
+        if (out)
+                memcpy(out, src, bytes);
+        return out;
+}
+
+int inventory_copy_hardware(struct inventory *dst, const struct inventory *src) {
+        *dst = *src;
+        dst->devices = NULL;
+        dst->n_devices = 0;
+        dst->runtimes = NULL;
+        dst->n_runtimes = 0;
+        dst->series = NULL;
+        dst->n_series = 0;
+        if (src->n_devices == 0)
+                return 0;
+        dst->devices = calloc(src->n_devices, sizeof(*dst->devices));
+        if (!dst->devices)
+                return -ENOMEM;
+        for (unsigned i = 0; i < src->n_devices; i++) {
+                const struct device_info *d = &src->devices[i];
+                struct device_info *out = &dst->devices[i];
+                *out = *d;
+                out->peers = d->peers ? copy_of(d->peers, d->n_peers * sizeof(*d->peers)) : NULL;
+                /* NULL peer_nodes has a meaning of its own: every peer on this host. */
+                out->peer_nodes = d->peer_nodes ? copy_of(d->peer_nodes, d->n_peers * sizeof(*d->peer_nodes)) : NULL;
+                dst->n_devices = i + 1;
+                if ((d->peers && !out->peers) || (d->peer_nodes && !out->peer_nodes)) {
+                        inventory_free(dst);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 int inventory_add_series(struct inventory *inv, enum metric_id metric, const char *const *label_values) {
         /* Grow by doubling: the list is rebuilt only when runtimes come or go. */
         size_t n = inv->n_series;

@@ -103,6 +103,12 @@ struct sample_batch {
 
 void inventory_free(struct inventory *inv);
 
+/* Copies what src says of the hardware into dst: its devices (with their
+ * peers), identity, UltraServer and the strings and lnc above, but no
+ * series or runtimes. Returns 0 or -ENOMEM (dst then empty). dst is freed
+ * with inventory_free(). */
+int inventory_copy_hardware(struct inventory *dst, const struct inventory *src);
+
 /* Appends a series to the inventory; label values in the family's order,
  * as many as it has labels (NULL is an empty value). Returns 0 or -ENOMEM. */
 int inventory_add_series(struct inventory *inv, enum metric_id metric, const char *const *label_values);

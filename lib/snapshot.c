@@ -6,19 +6,28 @@
 #include "lib/snapshot.h"
 
 struct series_set *series_set_new(uint64_t generation, const struct series_desc *series, size_t n,
-                                  const struct runtime_info *runtimes, size_t n_runtimes) {
+                                  const struct inventory *backend) {
+        static const struct inventory none = { 0 };
+        if (!backend)
+                backend = &none;
         struct series_set *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
         s->series = malloc((n ? n : 1) * sizeof(*s->series));
-        if (!s->series || runtime_info_copy(runtimes, n_runtimes, &s->runtimes) < 0) {
+        if (!s->series || runtime_info_copy(backend->runtimes, backend->n_runtimes, &s->runtimes) < 0) {
+                free(s->series);
+                free(s);
+                return NULL;
+        }
+        s->n_runtimes = backend->n_runtimes;
+        if (inventory_copy_hardware(&s->backend, backend) < 0) {
+                runtime_info_free(s->runtimes, s->n_runtimes);
                 free(s->series);
                 free(s);
                 return NULL;
         }
         memcpy(s->series, series, n * sizeof(*s->series));
         s->n = n;
-        s->n_runtimes = n_runtimes;
         s->generation = generation;
         atomic_init(&s->refs, 1);
         return s;
@@ -34,6 +43,7 @@ void series_set_unref(struct series_set *s) {
         if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
                 return;
         runtime_info_free(s->runtimes, s->n_runtimes);
+        inventory_free(&s->backend);
         free(s->series);
         free(s);
 }

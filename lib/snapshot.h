@@ -15,10 +15,13 @@
 #define SNAPSHOT_COLLECTORS_MAX 4
 
 /* The series a snapshot's values belong to, every collector's in order,
- * with the runtimes they name. The list changes only when a backend's
- * inventory does (a runtime starts or exits): each change is a new set
+ * with the runtimes they name and the devices of the accelerator backend.
+ * The list changes only when a backend's inventory does (a runtime starts
+ * or exits, the driver's devices appear or go): each change is a new set
  * with the next generation, shared by every snapshot taken until the
- * next. Immutable once made; freed with its last reference. */
+ * next. Immutable once made; freed with its last reference. The HTTP
+ * threads read devices from here, never from the backend's own inventory,
+ * which the tick loop changes. */
 struct series_set {
         atomic_int refs;
         uint64_t generation; /* 1 for the first set, one more per change */
@@ -26,11 +29,16 @@ struct series_set {
         struct series_desc *series;
         size_t n_runtimes;
         struct runtime_info *runtimes;
+        /* The accelerator backend as the set was made: devices, instance,
+         * driver and why it has no devices (inventory_copy_hardware(); its
+         * series and runtimes are the fields above). */
+        struct inventory backend;
 };
 
-/* Copies series and runtimes into a new set with one reference. */
+/* Copies series, and backend's hardware and runtimes (NULL: none), into a
+ * new set with one reference. */
 struct series_set *series_set_new(uint64_t generation, const struct series_desc *series, size_t n,
-                                  const struct runtime_info *runtimes, size_t n_runtimes);
+                                  const struct inventory *backend);
 /* Returns a new reference (NULL-safe). */
 struct series_set *series_set_ref(struct series_set *s);
 void series_set_unref(struct series_set *s); /* NULL-safe */

@@ -29,6 +29,14 @@ static bool answer_store_error(struct web_reply *reply, int r) {
         return r < 0;
 }
 
+/* The accelerator backend as of snap: its series set's copy of the
+ * devices, or none before the first tick. The backend's own inventory is
+ * the tick loop's to change (sysfs finds its devices late). */
+static const struct inventory *backend_of(const struct snapshot *snap) {
+        static const struct inventory none = { 0 };
+        return snap && snap->set ? &snap->set->backend : &none;
+}
+
 /* Prometheus writes times as seconds with a fraction. */
 static void json_time(struct buf *b, int64_t ms) {
         buf_printf(b, "%lld.%03lld", (long long) (ms / 1000), (long long) (ms % 1000));
@@ -172,14 +180,12 @@ static void json_device_metrics(struct buf *b, const struct series_set *set, uns
 
 /* Who uses which core: each logical NeuronCore of the device, its
  * physical cores and the runtime holding it (null when none). */
-static void json_device_cores(struct buf *b, const struct inventory *inv, const struct series_set *set,
-                              const struct device_info *d) {
-        unsigned lnc = inv->lnc ? inv->lnc : 1;
+static void json_device_cores(struct buf *b, const struct series_set *set, const struct device_info *d) {
+        unsigned lnc = set->backend.lnc ? set->backend.lnc : 1;
         buf_puts(b, ",\"neuroncores\":[");
         for (unsigned k = 0; k < d->core_count; k++) {
                 unsigned core = d->first_core + k;
-                const struct runtime_info *r =
-                        set ? runtime_info_find_core(set->runtimes, set->n_runtimes, core) : NULL;
+                const struct runtime_info *r = runtime_info_find_core(set->runtimes, set->n_runtimes, core);
                 buf_printf(b, "%s{\"neuroncore\":%u,\"physical_neuroncores\":[", k ? "," : "", core);
                 for (unsigned p = 0; p < lnc; p++)
                         buf_printf(b, "%s%u", p ? "," : "", core * lnc + p);
@@ -194,8 +200,8 @@ static void json_device_cores(struct buf *b, const struct inventory *inv, const 
         buf_puts(b, "]");
 }
 
-static void json_device(struct buf *b, const struct web_context *ctx, const struct series_set *set,
-                        const struct device_info *d) {
+/* Device d of set's backend. */
+static void json_device(struct buf *b, const struct series_set *set, const struct device_info *d) {
         buf_printf(b, "{\"index\":%u,\"name\":", d->index);
         json_string(b, d->name);
         buf_puts(b, ",\"arch\":");
@@ -221,7 +227,7 @@ static void json_device(struct buf *b, const struct web_context *ctx, const stru
         buf_puts(b, "],\"serial_number\":");
         json_string(b, d->serial);
         json_device_metrics(b, set, d->index);
-        json_device_cores(b, ctx->inv, set, d);
+        json_device_cores(b, set, d);
         buf_puts(b, "}");
 }
 
@@ -274,12 +280,12 @@ static void json_ultraserver(struct buf *b, const struct ultraserver_identity *u
 }
 
 void api_devices(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
-        const struct inventory *inv = ctx->inv;
         struct buf *b = &reply->body;
 
         if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        const struct inventory *inv = backend_of(snap);
         reply_json_success(b, snap);
         buf_puts(b, "{\"instance_type\":");
         json_string(b, inv->instance_type);
@@ -296,7 +302,7 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         for (unsigned i = 0; i < inv->n_devices; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_device(b, ctx, snap ? snap->set : NULL, &inv->devices[i]);
+                json_device(b, snap->set, &inv->devices[i]);
         }
         buf_puts(b, "]}}\n");
         snapshot_unref(snap);
@@ -306,7 +312,6 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
 
 /* /api/v1/devices/{index}: one device, with its current values. */
 void api_device(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
-        const struct inventory *inv = ctx->inv;
         const char *id = strrchr(req->path, '/') + 1;
         struct buf *b = &reply->body;
         uint64_t index;
@@ -317,6 +322,8 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
                 reply_error(reply, 400, "bad_data", "device id '%.32s' is not a device index", id);
                 return;
         }
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        const struct inventory *inv = backend_of(snap);
         const struct device_info *dev = NULL;
         for (unsigned i = 0; i < inv->n_devices; i++)
                 if (inv->devices[i].index == index)
@@ -324,23 +331,20 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
         if (!dev) {
                 reply_error(reply, 404, "not_found", "no device %u (this host has %u)", (unsigned) index,
                             inv->n_devices);
+                snapshot_unref(snap);
                 return;
         }
         char label[16];
         snprintf(label, sizeof(label), "%u", (unsigned) index);
-        struct snapshot *snap = snapshot_slot_get(ctx->latest);
         struct pod_map *pods = pod_slot_get(ctx->pods);
         reply_json_success(b, snap);
         buf_puts(b, "{\"device\":");
-        json_device(b, ctx, snap ? snap->set : NULL, dev);
+        json_device(b, snap->set, dev);
         buf_puts(b, ",\"timestamp\":");
-        if (snap)
-                json_time(b, snap->timestamp_ms);
-        else
-                buf_puts(b, "null");
+        json_time(b, snap->timestamp_ms);
         buf_puts(b, ",\"values\":[");
         bool first = true;
-        for (size_t i = 0; snap && snap->set && i < snap->n; i++) {
+        for (size_t i = 0; i < snap->n; i++) {
                 const struct series_desc *d = &snap->set->series[i];
                 if (!snap->valid[i] || !series_on_device(d, label))
                         continue;
@@ -759,13 +763,20 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
         if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        const struct inventory *inv = backend_of(snap);
         reply_json_success(b, snap);
         buf_puts(b, "{\"version\":");
         json_string(b, ctx->self.version);
         buf_puts(b, ",\"backend\":");
         json_string(b, ctx->self.backend);
+        /* A backend without devices works, with nothing to poll: why. */
+        buf_printf(b, ",\"devices\":%u,\"backend_state\":\"%s\",\"backend_reason\":", inv->n_devices,
+                   !snap            ? "starting"
+                   : inv->n_devices ? "ok"
+                                    : "no_devices");
+        json_string(b, inv->backend_reason);
         buf_puts(b, ",\"instance_type\":");
-        json_string(b, ctx->self.instance_type);
+        json_string(b, inv->instance_type);
         buf_printf(b, ",\"interval_seconds\":%.3f,\"time_scale\":",
                    (double) __atomic_load_n(&ctx->interval_ms, __ATOMIC_RELAXED) / 1000.0);
         buf_double(b, ctx->time_scale);
@@ -800,12 +811,13 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
 /* The Neuron runtimes as of the latest tick and the cores each holds. */
 void api_runtimes(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
         struct buf *b = &reply->body;
-        unsigned cores_per_device = ctx->inv->n_devices ? ctx->inv->devices[0].core_count : 0;
 
         if (reject_params(req, reply))
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         const struct series_set *set = snap ? snap->set : NULL;
+        const struct inventory *inv = backend_of(snap);
+        unsigned cores_per_device = inv->n_devices ? inv->devices[0].core_count : 0;
         reply_json_success(b, snap);
         buf_puts(b, "{\"timestamp\":");
         if (snap)

@@ -12,7 +12,6 @@
 
 #include "lib/faults.h"
 #include "lib/history.h"
-#include "lib/inventory.h"
 #include "lib/pod.h"
 #include "lib/snapshot.h"
 #include "lib/ticks.h"
@@ -21,9 +20,7 @@
 
 struct web_context {
         const char *web_root;
-        const struct inventory *inv; /* devices and identity of the accelerator backend; its series and
-                                        runtimes are the loop's to change: read those from a snapshot's set */
-        bool instance_labels;        /* the instance labels on every series of /metrics */
+        bool instance_labels; /* the instance labels on every series of /metrics */
         struct expo_self self;
         struct snapshot_slot *latest;
         struct pod_slot *pods;            /* who holds which cores and devices; NULL when pod_labels is off */

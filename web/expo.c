@@ -395,13 +395,15 @@ static void render_process(struct buf *out, enum accept_format format, const str
 
 static void render_self(const struct snapshot *snap, const struct expo_self *self, enum accept_format format,
                         struct buf *out) {
+        const struct inventory *backend = snap && snap->set ? &snap->set->backend : NULL;
+
         family_header(out, format, "neurond_build_info", "neurond version and backend; always 1.", "info", NULL);
         buf_puts(out, "neurond_build_info{version=\"");
         expo_escape_label_value(out, self->version);
         buf_puts(out, "\",backend=\"");
         expo_escape_label_value(out, self->backend);
         buf_puts(out, "\",instance_type=\"");
-        expo_escape_label_value(out, self->instance_type);
+        expo_escape_label_value(out, backend ? backend->instance_type : "");
         buf_puts(out, "\"} 1\n");
 
         if (self->samples_stored) {
@@ -463,6 +465,14 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
                 buf_puts(out, "neurond_collector_up{collector=\"");
                 expo_escape_label_value(out, self->collector_names[i]);
                 buf_printf(out, "\"} %d\n", snap->collector_up[i] ? 1 : 0);
+        }
+        if (backend) {
+                family_header(out, format, "neurond_backend_devices",
+                              "Devices the accelerator backend polls. 0 while it has none (sysfs: no Neuron driver "
+                              "loaded, or it lists no device): their series are then absent, and /api/v1/status says "
+                              "why.",
+                              "gauge", NULL);
+                buf_printf(out, "neurond_backend_devices %u\n", backend->n_devices);
         }
         family_header(out, format, "neurond_last_poll_timestamp_seconds", "Unix time of the latest tick.", "gauge",
                       "seconds");

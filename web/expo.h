@@ -38,8 +38,7 @@ struct expo;
  * family is then left out. */
 struct expo_self {
         const char *version;
-        const char *backend;
-        const char *instance_type;
+        const char *backend; /* the backend spec; the instance type comes from the snapshot's set */
         size_t n_collectors;
         const char *const *collector_names; /* parallel to snapshot->collector_up */
         const atomic_uint_fast64_t *samples_stored;

@@ -137,8 +137,8 @@ static struct shared_expo *cached_expo(struct scrape_cache *cache, const struct 
                 return NULL;
         atomic_init(&x->refs, 1);
         x->generation = set->generation;
-        const struct expo_instance instance = { .inv = ctx->inv, .labels_on_every_series = ctx->instance_labels };
-        if (expo_new_with(set->series, set->n, ctx->inv ? &instance : NULL, &x->expo) < 0) {
+        const struct expo_instance instance = { .inv = &set->backend, .labels_on_every_series = ctx->instance_labels };
+        if (expo_new_with(set->series, set->n, &instance, &x->expo) < 0) {
                 free(x);
                 return NULL;
         }

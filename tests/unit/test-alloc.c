@@ -225,9 +225,7 @@ static void expo_render__output_growth_fails__buffer_marked_failed(void **state)
         struct buf out = { 0 };
         char err[256];
         static const char *const names[] = { "backend" };
-        struct expo_self self = {
-                .version = "t", .backend = "model", .instance_type = "", .n_collectors = 1, .collector_names = names
-        };
+        struct expo_self self = { .version = "t", .backend = "model", .n_collectors = 1, .collector_names = names };
         assert_int_equal(collector_open_spec("model:trn1.2xlarge", &c, err, sizeof(err)), 0);
         assert_int_equal(expo_new(c->inv.series, c->inv.n_series, &e), 0);
         struct snapshot *snap = snapshot_new(c->inv.n_series);

@@ -307,6 +307,7 @@ static void status__daemon_state__reported(void **state) {
         f->history.stats.raw_retention_ms = 172800 * 1000LL;
         expect(f, "/api/v1/status", 200,
                "{\"status\":\"success\",\"tick\":1,\"data\":{\"version\":\"1.2.3\",\"backend\":\"model:trn1.2xlarge\","
+               "\"devices\":2,\"backend_state\":\"ok\",\"backend_reason\":\"\","
                "\"instance_type\":\"trn1.2xlarge\",\"interval_seconds\":1.000,\"time_scale\":1,\"series\":5,"
                "\"runtimes\":1,\"started\":1699999940.250,",
                "\"last_tick\":1700000000.250,",
@@ -314,6 +315,43 @@ static void status__daemon_state__reported(void **state) {
                "\"retention_seconds\":{\"raw\":172800,",
                "\"collectors\":[{\"name\":\"backend\",\"up\":true},{\"name\":\"host\",\"up\":false}]", NULL);
         expect(f, "/api/v1/status?verbose=1", 400, "parameter 'verbose': this endpoint takes no parameters", NULL);
+}
+
+/* Publishes tick 2 with the fixture's series and a backend of n_devices of
+ * the fixture's devices, with reason. */
+static void publish_backend(struct web_fixture *f, unsigned n_devices, const char *reason) {
+        struct inventory backend = f->inv;
+        backend.n_devices = n_devices;
+        snprintf(backend.backend_reason, sizeof(backend.backend_reason), "%s", reason);
+        struct snapshot *snap = snapshot_new(FIXTURE_SERIES_COUNT);
+        assert_non_null(snap);
+        snap->tick = 2;
+        snap->timestamp_ms = FIXTURE_TICK_MS + 1000;
+        snap->set = series_set_new(2, f->inv.series, f->inv.n_series, &backend);
+        assert_non_null(snap->set);
+        snapshot_slot_publish(&f->latest, snap);
+}
+
+/* The devices the API lists are those of the latest tick's series set: a
+ * backend without devices (sysfs before the driver) says so and why, and
+ * devices it finds later are listed from the tick that has them. */
+static void devices__from_the_latest_set__none_then_found(void **state) {
+        struct web_fixture *f = *state;
+
+        publish_backend(f, 0, "/sys/devices/virtual/neuron_device is missing: is the Neuron driver loaded?");
+        expect(f, "/api/v1/status", 200,
+               "\"devices\":0,\"backend_state\":\"no_devices\",\"backend_reason\":\"/sys/devices/virtual/"
+               "neuron_device is missing: is the Neuron driver loaded?\",",
+               NULL);
+        expect(f, "/api/v1/devices", 200, "\"tick\":2,", "\"devices\":[]}}", NULL);
+        expect(f, "/api/v1/devices/0", 404, "no device 0 (this host has 0)", NULL);
+        expect(f, "/api/v1/runtimes", 200, "\"neuron_devices\":[]", NULL);
+
+        publish_backend(f, 2, "");
+        expect(f, "/api/v1/status", 200, "\"devices\":2,\"backend_state\":\"ok\",\"backend_reason\":\"\",", NULL);
+        expect(f, "/api/v1/devices", 200, "\"tick\":2,", "{\"index\":1,", NULL);
+        expect(f, "/api/v1/devices/1", 200, "\"device\":{\"index\":1,", NULL);
+        expect(f, "/api/v1/runtimes", 200, "\"neuron_devices\":[0]", NULL);
 }
 
 static void runtimes__latest_tick__each_with_its_cores(void **state) {
@@ -442,6 +480,7 @@ int main(void) {
                 SERVED(series__filters__reach_the_store),
                 SERVED(series__bad_parameters_or_store__400_or_503),
                 SERVED(status__daemon_state__reported),
+                SERVED(devices__from_the_latest_set__none_then_found),
                 SERVED(runtimes__latest_tick__each_with_its_cores),
                 SERVED(latest__runtime_series__labels_without_empty_values),
                 SERVED(not_found__other_api_paths__json_404),

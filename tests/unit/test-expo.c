@@ -15,7 +15,6 @@
 static const struct expo_self self = {
         .version = "1.2.3",
         .backend = "model:trn1.2xlarge",
-        .instance_type = "trn1.2xlarge",
         .n_collectors = 1,
         .collector_names = (const char *const[]){ "backend" },
 };
@@ -26,7 +25,10 @@ static char *render_format(const struct series_desc *series, size_t n, const dou
         struct snapshot *snap = snapshot_new(n);
         struct buf out = { 0 };
 
+        struct inventory backend = { .instance_type = "trn1.2xlarge" };
         assert_int_equal(expo_new(series, n, &e), 0);
+        snap->set = series_set_new(1, series, n, &backend);
+        assert_non_null(snap->set);
         memcpy(snap->values, values, n * sizeof(double));
         memcpy(snap->valid, valid, n);
         snap->timestamp_ms = 1700000000123;
@@ -78,6 +80,32 @@ static void expo_render__families__grouped_with_help_and_type(void **state) {
         }
         assert_int_equal(helps, 1);
         free(text);
+}
+
+/* The backend's device count is there with or without devices: 0 says
+ * that it has nothing to poll (sysfs without a driver), which an empty
+ * page alone would not. */
+static void expo_render__backend_devices__zero_or_count(void **state) {
+        struct device_info devices[2] = { { .index = 0 }, { .index = 1 } };
+        const struct series_desc series[] = { { .metric = METRIC_SYSTEM_MEMORY_USED } };
+        struct expo *e = NULL;
+        assert_int_equal(expo_new(series, 1, &e), 0);
+        for (unsigned n = 0; n <= 2; n += 2) {
+                struct inventory backend = { .n_devices = n, .devices = devices };
+                struct snapshot *snap = snapshot_new(1);
+                struct buf out = { 0 };
+                char want[64];
+                snap->set = series_set_new(1, series, 1, &backend);
+                assert_non_null(snap->set);
+                expo_render(e, snap, &self, ACCEPT_TEXT, &out);
+                buf_append(&out, "", 1);
+                snprintf(want, sizeof(want), "\nneurond_backend_devices %u\n", n);
+                assert_non_null(strstr(out.data, want));
+                assert_non_null(strstr(out.data, "# TYPE neurond_backend_devices gauge\n"));
+                buf_free(&out);
+                snapshot_unref(snap);
+        }
+        expo_free(e);
 }
 
 static void expo_render__invalid_value__series_absent(void **state) {
@@ -481,6 +509,7 @@ static void expo_render__collector_down__up_zero(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(expo_render__families__grouped_with_help_and_type),
+                cmocka_unit_test(expo_render__backend_devices__zero_or_count),
                 cmocka_unit_test(expo_render__invalid_value__series_absent),
                 cmocka_unit_test(expo_render__label_value__escaped),
                 cmocka_unit_test(expo_render__empty_label_values__left_out),

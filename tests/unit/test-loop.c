@@ -272,9 +272,7 @@ static void loop_run__collector_slower_than_interval__skips_and_counts(void **st
         struct buf out = { 0 };
         char line[64];
         static const char *const names[] = { "fake" };
-        struct expo_self self = {
-                .version = "t", .backend = "fake", .instance_type = "", .n_collectors = 1, .collector_names = names
-        };
+        struct expo_self self = { .version = "t", .backend = "fake", .n_collectors = 1, .collector_names = names };
         assert_int_equal(expo_new(f->loop.series, f->loop.n_series, &e), 0);
         expo_render(e, snap, &self, ACCEPT_TEXT, &out);
         buf_append(&out, "", 1);

@@ -174,7 +174,7 @@ void web_fixture_init(struct web_fixture *f) {
                 snap->valid[i] = i != FIXTURE_DMA_0;
         }
         snap->collector_up[0] = 1;
-        snap->set = series_set_new(1, f->inv.series, f->inv.n_series, f->inv.runtimes, f->inv.n_runtimes);
+        snap->set = series_set_new(1, f->inv.series, f->inv.n_series, &f->inv);
         assert_non_null(snap->set);
         snapshot_slot_publish(&f->latest, snap);
 
@@ -190,11 +190,9 @@ void web_fixture_init(struct web_fixture *f) {
         f->history.stats = (struct history_stats){ .used_bytes = 4096, .size_cap_bytes = 1 << 20 };
         f->ctx = (struct web_context){
                 .web_root = f->web_root,
-                .inv = &f->inv,
                 .self = {
                         .version = "1.2.3",
                         .backend = f->inv.backend,
-                        .instance_type = f->inv.instance_type,
                         .n_collectors = 2,
                         .collector_names = collector_names,
                         .http_requests = f->http_requests,
