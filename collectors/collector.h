@@ -3,10 +3,14 @@
  * A collector is opened once, declares its inventory (devices, links, the
  * runtimes using its cores and the list of series it reports), and is then
  * read once per tick into a sample batch parallel to that series list.
- * Devices and links are fixed for its lifetime; runtimes start and exit, and
- * a collector that knows of them brings its runtimes and series up to date
- * in refresh() before each read (the series of a runtime that exited are
- * gone, never left stale).
+ * Runtimes start and exit, and a collector that knows of them brings its
+ * runtimes and series up to date in refresh() before each read (the series
+ * of a runtime that exited are gone, never left stale). Devices and links
+ * are fixed, but for a backend that can have none: sysfs opens without
+ * devices when the driver lists none, and its refresh() takes them in
+ * when they appear and forgets them when all are gone (backend_reason says
+ * why there are none). Only the tick loop's thread sees the inventory
+ * change; others read the copy in the snapshot's series set.
  *
  * Collectors never log and never retry: they return a negative errno and the
  * daemon owns back-off and complaints. A value a collector cannot read is
@@ -31,14 +35,17 @@ struct collector;
 
 struct collector_ops {
         const char *name;
-        /* 0 when the backend is usable here, -ENODEV when absent, <0 on error. */
+        /* 0 when the backend has something to poll here, -ENODEV when not
+         * (the reason in args->err), <0 on error. */
         int (*probe)(const struct collector_args *args);
         /* Opens the collector and fills its inventory. -EINVAL on bad options. */
         int (*open)(const struct collector_args *args, struct collector **ret);
-        /* Brings inventory.runtimes and inventory.series up to date as of
-         * now_ms, before read() at the same time. Returns 1 when the series
-         * list changed, 0 when not, <0 on error (the inventory is then as
-         * before). NULL for a collector whose series never change. */
+        /* Brings inventory.runtimes, inventory.series and, for a backend
+         * whose devices may come and go, inventory.devices and
+         * backend_reason up to date as of now_ms, before read() at the same
+         * time. Returns 1 when the inventory changed, 0 when not, <0 on
+         * error (the inventory is then as before). NULL for a collector
+         * whose series never change. */
         int (*refresh)(struct collector *c, int64_t now_ms);
         /* Reads the values as of now_ms (Unix milliseconds, stamped by the
          * daemon once per tick) into out, which has inventory.n_series slots

@@ -80,6 +80,7 @@ struct nmon {
         bool has_report;
         int64_t report_ms;
         int64_t started_ms; /* when the child started, 0 once it printed */
+        bool resync;        /* the last refresh failed: build the series anew */
         char problem[sizeof(((struct collector *) 0)->reason)];
 };
 
@@ -518,21 +519,58 @@ static bool runtimes_changed(const struct nmon *m, size_t n_runtimes) {
         return false;
 }
 
+/* Takes sysfs's devices and what it says of the host, keeping this
+ * inventory's series, runtimes, backend and identity (the daemon's, from
+ * the instance metadata), and sizes the scratch batch to sysfs's series. */
+static int copy_inventory(struct nmon *m) {
+        struct inventory *inv = &m->base.inv, hw;
+        size_t n = m->sysfs->inv.n_series;
+        double *values = calloc(n ? n : 1, sizeof(double));
+        uint8_t *valid = calloc(n ? n : 1, 1);
+        int r = values && valid ? inventory_copy_hardware(&hw, &m->sysfs->inv) : -ENOMEM;
+        if (r < 0) {
+                free(values);
+                free(valid);
+                return r;
+        }
+        free(m->scratch.values);
+        free(m->scratch.valid);
+        m->scratch = (struct sample_batch){ .n = n, .values = values, .valid = valid };
+        memcpy(hw.backend, inv->backend, sizeof(hw.backend));
+        hw.identity = inv->identity;
+        hw.series = inv->series;
+        hw.n_series = inv->n_series;
+        hw.runtimes = inv->runtimes;
+        hw.n_runtimes = inv->n_runtimes;
+        /* What remains of the old one is its devices. */
+        inv->series = NULL;
+        inv->n_series = 0;
+        inv->runtimes = NULL;
+        inv->n_runtimes = 0;
+        inventory_free(inv);
+        *inv = hw;
+        return 0;
+}
+
 static int nmon_refresh(struct collector *c, int64_t now_ms) {
         struct nmon *m = (struct nmon *) c;
         int r = poll_input(m, now_ms);
         if (r < 0)
                 return r;
+        /* The driver's devices may have come or gone: sysfs's series are new. */
+        int devices = m->sysfs->ops->refresh(m->sysfs, now_ms);
+        if (devices < 0)
+                return devices;
         size_t n = live_runtimes(m, now_ms);
-        if (!runtimes_changed(m, n))
+        if (!devices && !m->resync && !runtimes_changed(m, n))
                 return 0;
-        r = build_series(m, n);
-        if (r < 0) {
-                /* Nothing half-built: no runtime until the next refresh. */
-                (void) build_series(m, 0);
-                return r;
-        }
-        return 1;
+        r = devices || m->resync ? copy_inventory(m) : 0;
+        if (r == 0)
+                r = build_series(m, n);
+        /* A list half-built is never read (the loop reads no collector
+         * whose refresh failed), and the next refresh builds it whole. */
+        m->resync = r < 0;
+        return r < 0 ? r : 1;
 }
 
 /* ---- values ---------------------------------------------------------- */
@@ -630,27 +668,6 @@ static void nmon_close(struct collector *c) {
         free(m);
 }
 
-/* Copies the devices and facts of the sysfs inventory. */
-static int copy_inventory(struct nmon *m) {
-        const struct inventory *src = &m->sysfs->inv;
-        struct inventory *inv = &m->base.inv;
-        inv->devices = calloc(src->n_devices ? src->n_devices : 1, sizeof(*inv->devices));
-        if (!inv->devices)
-                return -ENOMEM;
-        for (unsigned d = 0; d < src->n_devices; d++) {
-                inv->devices[d] = src->devices[d];
-                inv->devices[d].peers = NULL;
-                inv->devices[d].n_peers = 0;
-                inv->n_devices = d + 1;
-        }
-        memcpy(inv->instance_type, src->instance_type, sizeof(inv->instance_type));
-        memcpy(inv->driver_version, src->driver_version, sizeof(inv->driver_version));
-        inv->lnc = src->lnc;
-        inv->identity = src->identity;
-        snprintf(inv->backend, sizeof(inv->backend), "%.*s+monitor", (int) sizeof(inv->backend) - 9, src->backend);
-        return 0;
-}
-
 static int nmon_open(const struct collector_args *args, struct collector **ret) {
         const char *o = args->options ? args->options : "";
         const char *cmd = strstr(o, ",monitor="), *fifo = strstr(o, ",monitor-fifo=");
@@ -688,10 +705,9 @@ static int nmon_open(const struct collector_args *args, struct collector **ret) 
         free(sysfs_options);
         if (r < 0)
                 goto fail;
-        m->scratch.n = m->sysfs->inv.n_series;
-        m->scratch.values = calloc(m->scratch.n ? m->scratch.n : 1, sizeof(double));
-        m->scratch.valid = calloc(m->scratch.n ? m->scratch.n : 1, 1);
-        r = m->scratch.values && m->scratch.valid ? copy_inventory(m) : -ENOMEM;
+        snprintf(m->base.inv.backend, sizeof(m->base.inv.backend), "%.*s+monitor",
+                 (int) sizeof(m->base.inv.backend) - 9, m->sysfs->inv.backend);
+        r = copy_inventory(m);
         if (r == 0)
                 r = build_series(m, 0);
         if (r == 0 && m->fifo) {

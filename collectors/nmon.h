@@ -20,13 +20,18 @@
  *
  * Each tick reads what the pipe holds without waiting and takes its
  * complete lines, at most 64 or 100 ms of parsing of them (the rest are
- * skipped and counted: a flood of lines must not hold the tick). A runtime's series exist while the latest document
- * lists it; they go when it leaves the document, when the child exits or when no document came for NMON_STALE_MS.
- * Values mean what AWS's neuron-monitor-prometheus.py exporter makes of them: percentages / 100 for ratios, the
- * per-period counts (and flops/s * period) added up into counters that start at 0 with the runtime. A core a runtime
- * holds gets its utilization and memory kinds from the runtime (with its runtime_tag), other cores keep sysfs's;
- * execution_status_total and execution_errors_total are the runtimes' only (per runtime, no core), so that sums do not
- * count an execution twice.
+ * skipped and counted: a flood of lines must not hold the tick). A
+ * runtime's series exist while the latest document lists it; they go when
+ * it leaves the document, when the child exits or when no document came
+ * for NMON_STALE_MS. The devices are sysfs's, and come and go with its
+ * refresh (collectors/sysfs.h). Values mean what AWS's
+ * neuron-monitor-prometheus.py exporter makes of them: percentages / 100
+ * for ratios, the per-period counts (and flops/s * period) added up into
+ * counters that start at 0 with the runtime. A core a runtime holds gets
+ * its utilization and memory kinds from the runtime (with its runtime_tag),
+ * other cores keep sysfs's; execution_status_total and
+ * execution_errors_total are the runtimes' only (per runtime, no core), so
+ * that sums do not count an execution twice.
  *
  * The parser below is a pure function over a buffer (it is fuzzed):
  * bounded in line length, nesting, runtimes and cores; numbers are checked

@@ -330,21 +330,42 @@ static int add_device(struct sysfs *s, unsigned pos, unsigned index, unsigned fi
         return r;
 }
 
-static void sysfs_close(struct collector *c) {
-        struct sysfs *s = (struct sysfs *) c;
-        if (!s)
-                return;
-        for (size_t i = 0; i < s->base.inv.n_series; i++)
+/* Forgets the devices, their series and what was read with them: the
+ * driver's devices are gone, or could not be taken in whole. */
+static void drop_devices(struct sysfs *s) {
+        struct inventory *inv = &s->base.inv;
+        for (size_t i = 0; i < inv->n_series; i++)
                 for (unsigned k = 0; k < s->sources[i].n_paths; k++)
                         free(s->sources[i].paths[k]);
         if (s->dev_paths)
-                for (unsigned d = 0; d < s->base.inv.n_devices; d++)
+                for (unsigned d = 0; d < inv->n_devices; d++)
                         free(s->dev_paths[d]);
         free(s->dev_paths);
         free(s->sources);
         free(s->dev_up);
         free(s->dev_mem);
         free(s->dev_mem_ok);
+        s->dev_paths = NULL;
+        s->sources = NULL;
+        s->dev_up = NULL;
+        s->dev_mem = NULL;
+        s->dev_mem_ok = NULL;
+        s->last_read_ms = 0;
+        inventory_clear_series(inv);
+        free(inv->devices); /* sysfs knows no peers: nothing else to free */
+        inv->devices = NULL;
+        inv->n_devices = 0;
+        inv->lnc = 0;
+        inv->instance_type[0] = '\0';
+        inv->driver_version[0] = '\0';
+        inv->ultraserver = (struct ultraserver_identity){ 0 };
+}
+
+static void sysfs_close(struct collector *c) {
+        struct sysfs *s = (struct sysfs *) c;
+        if (!s)
+                return;
+        drop_devices(s);
         free(s->root);
         inventory_free(&s->base.inv);
         if (s->root_fd >= 0)
@@ -379,41 +400,44 @@ static int parse_options(const struct collector_args *args, char *root, size_t s
         return 0;
 }
 
-/* Opens the root and lists its devices. Returns the count (> 0), -ENODEV
- * when the driver directory is missing or empty, or another errno (the
- * root's own: -ENOENT, -ENOTDIR, -EACCES ...). */
-static int list_devices(const char *root, int *ret_fd, unsigned *out, size_t max) {
-        int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        int n = list_numbered(fd, SYSFS_DEVICE_DIR, "neuron", out, max);
-        if (n == -ENOENT || n == -ENOTDIR || n == 0)
-                n = -ENODEV;
-        if (n < 0) {
-                close(fd);
-                return n;
-        }
-        *ret_fd = fd;
-        return n;
+/* Lists the driver's devices under the root (root_fd, named root) into
+ * idx, sorted. Returns how many; when none, why in reason: a Neuron
+ * driver that is not loaded, or one that lists no device. */
+static unsigned list_devices(int root_fd, const char *root, unsigned *idx, char *reason, size_t size) {
+        char version[32] = "";
+        int n = list_numbered(root_fd, SYSFS_DEVICE_DIR, "neuron", idx, MAX_DEVICES);
+        if (n > 0)
+                return (unsigned) n;
+        /* The module's version says whether the driver is loaded at all. */
+        bool loaded = read_string(root_fd, SYSFS_VERSION_FILE, version, sizeof(version)) == 0;
+        if (n == -ENOENT && !loaded)
+                snprintf(reason, size, "%s/%s is missing: is the Neuron driver loaded?", root, SYSFS_DEVICE_DIR);
+        else if (n == -ENOENT)
+                snprintf(reason, size, "%s/%s is missing, though the Neuron driver %s is loaded", root,
+                         SYSFS_DEVICE_DIR, version);
+        else if (n == 0)
+                snprintf(reason, size, "%s/%s lists no device%s%s%s", root, SYSFS_DEVICE_DIR,
+                         loaded ? " (Neuron driver " : "", version, loaded ? ")" : "");
+        else
+                snprintf(reason, size, "%s/%s: %s", root, SYSFS_DEVICE_DIR, strerror(-n));
+        return 0;
 }
 
 static int sysfs_probe(const struct collector_args *args) {
         char root[PATH_MAX];
         unsigned idx[MAX_DEVICES], lnc;
-        int fd;
         if (parse_options(args, root, sizeof(root), &lnc) < 0)
                 return -EINVAL;
-        int n = list_devices(root, &fd, idx, MAX_DEVICES);
-        /* No root is no driver, for "auto". */
-        if (n == -ENOENT || n == -ENOTDIR)
-                n = -ENODEV;
-        if (n < 0) {
-                snprintf(args->err, args->errlen, "%s/%s %s", root, SYSFS_DEVICE_DIR,
-                         n == -ENODEV ? "is missing or lists no devices" : strerror(-n));
-                return n;
+        int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                snprintf(args->err, args->errlen, "the root %s: %s", root, strerror(errno));
+                return -ENODEV; /* no root is no driver */
         }
+        unsigned n = list_devices(fd, root, idx, args->err, args->errlen);
         close(fd);
-        snprintf(args->err, args->errlen, "%s/%s lists %d devices", root, SYSFS_DEVICE_DIR, n);
+        if (n == 0)
+                return -ENODEV;
+        snprintf(args->err, args->errlen, "%s/%s lists %u devices", root, SYSFS_DEVICE_DIR, n);
         return 0;
 }
 
@@ -483,6 +507,45 @@ done:
         *ret = us;
 }
 
+/* Takes in the devices idx[0..n): their inventory and series, and what
+ * the driver says of the host. Returns 0, or a negative errno with why in
+ * err (-EOPNOTSUPP: the lnc= of the spec does not fit the chip), the
+ * collector then without devices. */
+static int add_devices(struct sysfs *s, const unsigned *idx, unsigned n, char *err, size_t errlen) {
+        struct inventory *inv = &s->base.inv;
+        inv->devices = calloc(n, sizeof(*inv->devices));
+        s->dev_paths = calloc(n, sizeof(*s->dev_paths));
+        s->dev_up = calloc(n, 1);
+        s->dev_mem = calloc(n, sizeof(*s->dev_mem));
+        s->dev_mem_ok = calloc(n, 1);
+        if (!inv->devices || !s->dev_paths || !s->dev_up || !s->dev_mem || !s->dev_mem_ok) {
+                drop_devices(s);
+                snprintf(err, errlen, "sysfs: %s", strerror(ENOMEM));
+                return -ENOMEM;
+        }
+        /* Only now: drop_devices() walks n_devices entries of these arrays. */
+        inv->n_devices = n;
+        (void) read_string(s->root_fd, SYSFS_VERSION_FILE, inv->driver_version, sizeof(inv->driver_version));
+        read_ultraserver(s->root_fd, &inv->ultraserver);
+        unsigned first_core = 0, first_phys = 0;
+        for (unsigned d = 0; d < n; d++) {
+                int r = add_device(s, d, idx[d], first_core, first_phys);
+                if (r == -EOPNOTSUPP)
+                        snprintf(err, errlen, "sysfs: lnc=%u needs NeuronCore-v3 or later; %s has %s", s->lnc_option,
+                                 inv->devices[0].name, inv->devices[0].core_arch);
+                else if (r < 0)
+                        snprintf(err, errlen, "sysfs: reading %s/%s/neuron%u: %s", s->root, SYSFS_DEVICE_DIR, idx[d],
+                                 strerror(-r));
+                if (r < 0) {
+                        drop_devices(s);
+                        return r;
+                }
+                first_core += inv->devices[d].core_count;
+                first_phys += inv->devices[d].physical_core_count;
+        }
+        return 0;
+}
+
 static int sysfs_open(const struct collector_args *args, struct collector **ret) {
         char root[PATH_MAX];
         unsigned idx[MAX_DEVICES], lnc;
@@ -505,56 +568,64 @@ static int sysfs_open(const struct collector_args *args, struct collector **ret)
                 r = -ENOMEM;
                 goto fail;
         }
-
-        r = list_devices(root, &s->root_fd, idx, MAX_DEVICES);
-        if (r == -ENODEV) {
-                /* The driver may load later: not the settings' fault. */
-                snprintf(args->err, args->errlen, "sysfs: %s/%s is missing or lists no devices", root,
-                         SYSFS_DEVICE_DIR);
-                goto fail;
-        }
-        if (r < 0) {
+        s->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (s->root_fd < 0) {
                 /* A root that is no directory is a bad setting. */
-                snprintf(args->err, args->errlen, "sysfs: the root %s: %s", root, strerror(-r));
+                snprintf(args->err, args->errlen, "sysfs: the root %s: %s", root, strerror(errno));
                 r = -EINVAL;
                 goto fail;
         }
-        unsigned n = (unsigned) r;
-        inv->devices = calloc(n, sizeof(*inv->devices));
-        s->dev_paths = calloc(n, sizeof(*s->dev_paths));
-        s->dev_up = calloc(n, 1);
-        s->dev_mem = calloc(n, sizeof(*s->dev_mem));
-        s->dev_mem_ok = calloc(n, 1);
-        if (!inv->devices || !s->dev_paths || !s->dev_up || !s->dev_mem || !s->dev_mem_ok) {
-                r = -ENOMEM;
+        /* No devices is no error: the driver may load later (refresh()). */
+        unsigned n = list_devices(s->root_fd, root, idx, inv->backend_reason, sizeof(inv->backend_reason));
+        r = n > 0 ? add_devices(s, idx, n, args->err, args->errlen) : 0;
+        if (r < 0) {
+                /* The spec's lnc= is a setting too. */
+                r = r == -EOPNOTSUPP ? -EINVAL : r;
                 goto fail;
-        }
-        /* Only now: the destructors walk n_devices entries of these arrays. */
-        inv->n_devices = n;
-        (void) read_string(s->root_fd, SYSFS_VERSION_FILE, inv->driver_version, sizeof(inv->driver_version));
-        read_ultraserver(s->root_fd, &inv->ultraserver);
-        unsigned first_core = 0, first_phys = 0;
-        for (unsigned d = 0; d < inv->n_devices; d++) {
-                r = add_device(s, d, idx[d], first_core, first_phys);
-                if (r == -EOPNOTSUPP) {
-                        snprintf(args->err, args->errlen, "sysfs: lnc=%u needs NeuronCore-v3 or later; %s has %s", lnc,
-                                 inv->devices[0].name, inv->devices[0].core_arch);
-                        r = -EINVAL;
-                        goto fail;
-                }
-                if (r < 0) {
-                        snprintf(args->err, args->errlen, "sysfs: reading %s/%s/neuron%u: %s", root, SYSFS_DEVICE_DIR,
-                                 idx[d], strerror(-r));
-                        goto fail;
-                }
-                first_core += inv->devices[d].core_count;
-                first_phys += inv->devices[d].physical_core_count;
         }
         *ret = &s->base;
         return 0;
 fail:
         sysfs_close(&s->base);
         return r;
+}
+
+/* Takes in the driver's devices when there were none (the driver loaded
+ * after the daemon started), or forgets them when every one is gone (it
+ * was unloaded). While there are some, the set is fixed: a device that
+ * vanishes is down (neuron_device_up 0), and one added later is not seen. */
+static int sysfs_refresh(struct collector *c, int64_t now_ms) {
+        struct sysfs *s = (struct sysfs *) c;
+        struct inventory *inv = &c->inv;
+        char reason[sizeof(inv->backend_reason)] = "";
+        unsigned idx[MAX_DEVICES];
+        bool changed = false;
+
+        (void) now_ms;
+        /* A fresh view of the root, as read() takes one. */
+        int fd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        close(s->root_fd);
+        s->root_fd = fd;
+        unsigned n = list_devices(s->root_fd, s->root, idx, reason, sizeof(reason));
+        if (n > 0 && inv->n_devices > 0)
+                return 0;
+        if (n > 0) {
+                int r = add_devices(s, idx, n, reason, sizeof(reason));
+                /* Without memory the list stays as it was: no devices. */
+                if (r == -ENOMEM)
+                        return r;
+                changed = r == 0;
+        } else if (inv->n_devices > 0) {
+                drop_devices(s);
+                changed = true;
+        }
+        /* Devices that cannot be taken in (lnc= that does not fit) are
+         * none, with the reason, and tried again next time. */
+        changed = changed || strcmp(reason, inv->backend_reason) != 0;
+        snprintf(inv->backend_reason, sizeof(inv->backend_reason), "%s", reason);
+        return changed;
 }
 
 /* Reads file k of a series. Returns 0 with its value, or a negative errno
@@ -718,8 +789,9 @@ static int sysfs_read(struct collector *c, int64_t now_ms, struct sample_batch *
                 }
         }
         s->last_read_ms = now_ms;
-        /* Every device gone at once: the driver was unloaded. */
-        if (up == 0)
+        /* Every device gone at once: the driver was unloaded (the next
+         * refresh() forgets them). */
+        if (inv->n_devices > 0 && up == 0)
                 return -ENODEV;
         /* Not one file readable: the collector is down, not partly up. */
         return attempted > 0 && failed == attempted ? -EIO : failed;
@@ -729,6 +801,7 @@ const struct collector_ops sysfs_collector_ops = {
         .name = "sysfs",
         .probe = sysfs_probe,
         .open = sysfs_open,
+        .refresh = sysfs_refresh,
         .read = sysfs_read,
         .close = sysfs_close,
 };

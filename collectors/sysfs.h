@@ -26,14 +26,20 @@
  * Trainium3, else 1), their values added and busy ratios averaged, with
  * each physical core's busy ratio as a breakdown when lnc is 2.
  *
- * The inventory is fixed at open: a series exists when its file existed
- * then. read() never fails for one bad file: the affected series are left
+ * Without devices (no driver loaded yet, a driver that lists none, a DKMS
+ * build that failed) the collector opens all the same, with no device and
+ * no series, and inventory.backend_reason says why; only a root that is
+ * not a directory is an error. refresh() lists the driver's devices each
+ * tick: when devices appear it takes them in, when every one is gone it
+ * forgets them, and either way returns 1. In between the devices are
+ * fixed: a series exists when its file existed when its device was taken
+ * in. read() never fails for one bad file: the affected series are left
  * invalid for this tick (a missing, empty or garbled file, a counter that
  * went backwards, a device directory that vanished; neuron_device_up says
  * 0 for the latter) and the next tick reads them afresh. It returns how
  * many series it could not read (>= 0, the first reason in c->reason),
- * -EIO when it could read none, or -ENODEV when every device is gone (the
- * driver was unloaded).
+ * -EIO when it could read none, or -ENODEV when every device is gone
+ * since the last refresh() (the driver was unloaded).
  *
  * The parsers below are pure functions over a buffer: they never read
  * files, allocate or log, and they accept any bytes (they are fuzzed). */

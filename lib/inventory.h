@@ -80,7 +80,7 @@ struct runtime_info {
 struct inventory {
         char instance_type[INVENTORY_NAME_MAX]; /* "trn1.32xlarge", or "" when unknown */
         char backend[INVENTORY_NAME_MAX];       /* the resolved backend spec */
-        char backend_reason[160];               /* why "auto" chose it, or "" */
+        char backend_reason[160];               /* why the backend has no devices, or "" */
         char driver_version[32];                /* Neuron driver version, or "" */
         unsigned lnc;                           /* physical NeuronCores per logical one; 0: no devices */
         struct instance_identity identity;

@@ -354,6 +354,68 @@ static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state
         collector_close(c);
 }
 
+/* The driver's devices appear after the monitor's runtime did, and go
+ * again: the runtime's per-core series follow sysfs's devices, and each
+ * change is a new list (refresh 1). */
+static void nmon_collector__devices_come_and_go__core_series_follow(void **state) {
+        (void) state;
+        char spec[2048], fifo[300], err[256], cmd[1600], dev[600], aside[600];
+        struct collector *c = NULL;
+        struct values v = { 0 };
+        make_scratch();
+        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s' && chmod -R u+w '%s'", srcdir_path("tests/data/trn1"), scratch,
+                 scratch);
+        assert_int_equal(system(cmd), 0);
+        snprintf(dev, sizeof(dev), "%s/devices/virtual/neuron_device", scratch);
+        snprintf(aside, sizeof(aside), "%s/aside", scratch);
+        snprintf(fifo, sizeof(fifo), "%s/monitor", scratch);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(rename(dev, aside), 0);
+        snprintf(spec, sizeof(spec), "sysfs:%s,monitor-fifo=%s", scratch, fifo);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_non_null(strstr(c->inv.backend_reason, "/devices/virtual/neuron_device is missing"));
+        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        assert_true(w >= 0);
+        char *line1 = fixture_line(1);
+        int64_t now = 1000000;
+
+        write_line(w, line1);
+        assert_int_equal(c->ops->refresh(c, now), 1);
+        assert_int_equal(c->inv.n_runtimes, 1);
+        assert_int_equal(c->inv.runtimes[0].n_cores, 0); /* no device has its cores yet */
+        assert_true(find(c, METRIC_RUNTIME_INFO, "train", "4242", NULL, NULL) >= 0);
+        assert_int_equal(find(c, METRIC_CORE_UTILIZATION, "0", "0", "train", NULL), -1);
+
+        assert_int_equal(rename(aside, dev), 0);
+        write_line(w, line1);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_int_equal(c->inv.n_devices, 2);
+        assert_string_equal(c->inv.backend_reason, "");
+        assert_non_null(strstr(c->inv.backend, "+monitor"));
+        assert_int_equal(c->inv.runtimes[0].n_cores, 2);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 0);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "0", "0", "train", NULL)), 0.5, 1e-12);
+        assert_true(find(c, METRIC_DEVICE_UP, "3", NULL, NULL, NULL) >= 0);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 0);
+
+        assert_int_equal(rename(dev, aside), 0);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_int_equal(find(c, METRIC_CORE_UTILIZATION, "0", "0", "train", NULL), -1);
+        assert_int_equal(find(c, METRIC_DEVICE_UP, "3", NULL, NULL, NULL), -1);
+        assert_true(find(c, METRIC_RUNTIME_INFO, "train", "4242", NULL, NULL) >= 0);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 0);
+
+        close(w);
+        free(line1);
+        free(v.b.values);
+        free(v.b.valid);
+        collector_close(c);
+}
+
 static int64_t wall_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -462,6 +524,7 @@ int main(void) {
                 cmocka_unit_test(nmon_parse__bounds__runtimes_and_cores_capped),
                 cmocka_unit_test(nmon_parse__hostile_tag__cleaned_and_cut),
                 cmocka_unit_test_teardown(nmon_collector__fifo__runtimes_come_and_go_counters_add, scratch_teardown),
+                cmocka_unit_test_teardown(nmon_collector__devices_come_and_go__core_series_follow, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__child_killed_or_exiting__restarted_with_reason,
                                           scratch_teardown),
                 cmocka_unit_test(nmon_collector__junk_flood__lines_bounded_per_tick),

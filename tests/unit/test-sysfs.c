@@ -219,19 +219,121 @@ static void sysfs_open__unknown_chip__capacity_absent(void **state) {
         collector_close(c);
 }
 
-static void sysfs_open__no_devices__enodev(void **state) {
-        struct collector *c = NULL;
-        char err[256];
-        scratch_copy("inf2");
+/* Moves the driver's device directory of the scratch tree aside (away)
+ * or back. */
+static void devices_away(bool away) {
+        char dir[600], aside[600];
+        snprintf(dir, sizeof(dir), "%s/" DEV, scratch);
+        snprintf(aside, sizeof(aside), "%s/neuron_device.aside", scratch);
+        assert_int_equal(rename(away ? dir : aside, away ? aside : dir), 0);
+}
+
+static void assert_reason(const struct collector *c, const char *want) {
+        if (!strstr(c->inv.backend_reason, want))
+                fail_msg("backend_reason '%s' does not say '%s'", c->inv.backend_reason, want);
+}
+
+/* No driver loaded, or one that lists no device: the collector opens with
+ * nothing to poll and says why; its reads succeed with no series. */
+static void sysfs_open__no_devices__empty_with_reason(void **state) {
         char dir[600];
+        scratch_copy("inf2");
         snprintf(dir, sizeof(dir), "%s/" DEV "neuron0", scratch);
         rm_rf(dir);
-        char spec[600];
-        snprintf(spec, sizeof(spec), "sysfs:%s", root);
-        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), -ENODEV);
-        assert_non_null(strstr(err, "lists no devices"));
+        struct collector *c = open_root(root);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_int_equal(c->inv.n_series, 0);
+        assert_int_equal(c->inv.lnc, 0);
+        assert_reason(c, "/devices/virtual/neuron_device lists no device (Neuron driver ");
+        struct tick t = tick(c);
+        assert_int_equal(t.ret, 0);
+        tick_free(&t);
+        collector_close(c);
+
+        /* No device directory at all: the driver is not loaded, unless the
+         * module says it is. */
+        devices_away(true);
+        c = open_root(root);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_reason(c, "/devices/virtual/neuron_device is missing, though the Neuron driver ");
+        collector_close(c);
+        snprintf(dir, sizeof(dir), "%s/module", scratch);
+        rm_rf(dir);
+        c = open_root(root);
+        assert_reason(c, "/devices/virtual/neuron_device is missing: is the Neuron driver loaded?");
+        collector_close(c);
+
+        char err[256];
         struct collector_args args = { .options = root, .err = err, .errlen = sizeof(err) };
         assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
+        assert_non_null(strstr(err, "is the Neuron driver loaded?"));
+}
+
+/* The driver loads after the daemon started: refresh takes the devices in
+ * and says so (1); unchanged, it says 0; when every device is gone it
+ * forgets them, and says so once. */
+static void sysfs_refresh__driver_comes_and_goes__inventory_follows(void **state) {
+        scratch_copy("trn1");
+        devices_away(true);
+        struct collector *c = open_root(root);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_int_equal(c->ops->refresh(c, 0), 0);
+        assert_int_equal(c->inv.n_series, 0);
+
+        devices_away(false);
+        assert_int_equal(c->ops->refresh(c, 1000), 1);
+        assert_int_equal(c->inv.n_devices, 2);
+        assert_int_equal(c->inv.devices[1].index, 3);
+        assert_string_equal(c->inv.backend_reason, "");
+        assert_string_equal(c->inv.driver_version, "2.19.64.0");
+        assert_string_equal(c->inv.instance_type, "trn1.32xlarge");
+        long up3 = find(c, METRIC_DEVICE_UP, "3", NULL, NULL);
+        assert_true(up3 >= 0);
+        assert_true(count(c, METRIC_CORE_UTILIZATION) > 0);
+        assert_int_equal(c->ops->refresh(c, 2000), 0);
+        struct tick t = tick_at(c, 2000);
+        assert_int_equal(t.ret, 0);
+        assert_value(&t, up3, 1);
+        tick_free(&t);
+
+        devices_away(true);
+        assert_int_equal(c->ops->refresh(c, 3000), 1);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_int_equal(c->inv.n_series, 0);
+        assert_string_equal(c->inv.instance_type, "");
+        assert_reason(c, "is missing, though the Neuron driver 2.19.64.0 is loaded");
+        t = tick_at(c, 3000);
+        assert_int_equal(t.ret, 0);
+        tick_free(&t);
+        assert_int_equal(c->ops->refresh(c, 4000), 0);
+
+        /* Back again: the same inventory as a fresh open's. */
+        devices_away(false);
+        assert_int_equal(c->ops->refresh(c, 5000), 1);
+        struct collector *fresh = open_root(root);
+        assert_int_equal(c->inv.n_series, fresh->inv.n_series);
+        assert_int_equal(memcmp(c->inv.series, fresh->inv.series, c->inv.n_series * sizeof(*c->inv.series)), 0);
+        collector_close(fresh);
+        collector_close(c);
+}
+
+/* Devices that appear but cannot be taken in (lnc=2 on Trainium1, which
+ * at open would be a usage error) are no devices, with the reason, said
+ * once; the next refresh tries again. */
+static void sysfs_refresh__devices_that_do_not_fit__none_with_reason(void **state) {
+        struct collector *c = NULL;
+        char spec[600], err[256];
+        scratch_copy("trn1");
+        devices_away(true);
+        snprintf(spec, sizeof(spec), "sysfs:%s,lnc=2", root);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        devices_away(false);
+        assert_int_equal(c->ops->refresh(c, 0), 1);
+        assert_int_equal(c->inv.n_devices, 0);
+        assert_int_equal(c->inv.n_series, 0);
+        assert_reason(c, "lnc=2 needs NeuronCore-v3 or later; Trainium1 has NCv2");
+        assert_int_equal(c->ops->refresh(c, 1000), 0);
+        collector_close(c);
 }
 
 static void sysfs_open__missing_root__einval(void **state) {
@@ -243,7 +345,7 @@ static void sysfs_open__missing_root__einval(void **state) {
         assert_non_null(strstr(err, "the root /nonexistent-root: No such file or directory"));
         assert_int_equal(collector_open_spec("sysfs:/dev/null", &c, err, sizeof(err)), -EINVAL);
         assert_null(c);
-        /* For auto, no root is no driver. */
+        /* For a probe, no root is no driver. */
         struct collector_args args = { .options = "/nonexistent-root", .err = err, .errlen = sizeof(err) };
         assert_int_equal(sysfs_collector_ops.probe(&args), -ENODEV);
 }
@@ -666,7 +768,9 @@ int main(void) {
                 cmocka_unit_test(sysfs_read__trn1_tree__values),
                 cmocka_unit_test(sysfs_open__inf1_tree__no_v2_series),
                 cmocka_unit_test_teardown(sysfs_open__unknown_chip__capacity_absent, scratch_teardown),
-                cmocka_unit_test_teardown(sysfs_open__no_devices__enodev, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_open__no_devices__empty_with_reason, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_refresh__driver_comes_and_goes__inventory_follows, scratch_teardown),
+                cmocka_unit_test_teardown(sysfs_refresh__devices_that_do_not_fit__none_with_reason, scratch_teardown),
                 cmocka_unit_test(sysfs_open__missing_root__einval),
                 cmocka_unit_test(sysfs_probe__fixture__usable),
                 cmocka_unit_test_teardown(sysfs_read__pe_counters__ratio_and_reset, scratch_teardown),
