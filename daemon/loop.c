@@ -200,6 +200,23 @@ static int loop_read(struct loop *l, size_t i, int64_t stamp_ms, int refresh_err
         return r;
 }
 
+/* The backend's devices in the new set against those of the set before
+ * (was): found, all gone, or none for another reason. Said once per
+ * change, as a warning: without its devices the host reports nothing of
+ * them. */
+static void loop_log_devices(const struct loop *l, const struct inventory *was) {
+        const struct inventory *now = &l->set->backend;
+        const char *name = l->collectors[0]->ops->name;
+
+        if (now->n_devices > 0 && was->n_devices == 0)
+                log_collector(LOG_LEVEL_WARNING, name, "%u devices found%s%s%s; polling them", now->n_devices,
+                              now->driver_version[0] ? " (Neuron driver " : "", now->driver_version,
+                              now->driver_version[0] ? ")" : "");
+        else if (now->n_devices == 0 && (was->n_devices > 0 || strcmp(now->backend_reason, was->backend_reason) != 0))
+                log_collector(LOG_LEVEL_WARNING, name, "%s: %s; no device series until devices appear",
+                              was->n_devices > 0 ? "every device is gone" : "no devices", now->backend_reason);
+}
+
 /* Lets each collector that is not backing off bring its inventory up to
  * date for stamp_ms; a failure counts as that collector's read failing.
  * Rebuilds the combined list when one changed. */
@@ -217,16 +234,20 @@ static void loop_refresh(struct loop *l, int64_t stamp_ms, int *errors) {
         }
         if (!l->rebuild_due)
                 return;
+        struct series_set *was = series_set_ref(l->set);
         int r = loop_build(l);
         if (r < 0) {
                 log_error("tick %llu: rebuilding the series list failed: %s; retrying next tick",
                           (unsigned long long) l->tick, strerror(-r));
+                series_set_unref(was);
                 return;
         }
         l->rebuild_due = false;
         l->register_due = true;
         log_info("series list %llu: %zu series, %zu runtimes", (unsigned long long) l->set->generation, l->n_series,
                  l->set->n_runtimes);
+        loop_log_devices(l, &was->backend);
+        series_set_unref(was);
 }
 
 static int desc_cmp(const struct series_desc *a, const struct series_desc *b) {

@@ -169,8 +169,11 @@ static int open_host(struct daemon *d) {
         char err[1024] = "";
         struct collector_args args = { .err = err, .errlen = sizeof(err) };
 
-        log_info("backend %s: %u devices, %zu series%s%s", inv->backend, inv->n_devices, inv->n_series,
-                 inv->backend_reason[0] ? "; " : "", inv->backend_reason);
+        if (inv->n_devices > 0)
+                log_info("backend %s: %u devices, %zu series", inv->backend, inv->n_devices, inv->n_series);
+        else
+                log_warning("backend %s: no devices: %s; no device series until devices appear (looked for each tick)",
+                            inv->backend, inv->backend_reason);
         int r = host_collector_ops.open(&args, &d->host);
         if (r < 0)
                 log_warning("host collector unavailable: %s", err[0] ? err : strerror(-r));

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -28,17 +29,30 @@ static int fake_read(struct collector *c, int64_t now_ms, struct sample_batch *o
         return 0;
 }
 
-/* Lists f->runtimes runtimes, each holding core k, after the two device series. */
+/* Lists f->devices devices, and f->runtimes runtimes, each holding core
+ * k, after the two device series. */
 static int fake_refresh(struct collector *c, int64_t now_ms) {
         struct fake_collector *f = (struct fake_collector *) c;
         struct inventory *inv = &c->inv;
         char tag[16], pid[16];
+        bool devices_changed = inv->n_devices != f->devices;
 
         (void) now_ms;
         if (f->refresh_fail_with < 0)
                 return f->refresh_fail_with;
+        if (devices_changed) {
+                struct device_info *devices = calloc(f->devices ? f->devices : 1, sizeof(*devices));
+                if (!devices)
+                        return -ENOMEM;
+                for (unsigned k = 0; k < f->devices; k++)
+                        devices[k].index = k;
+                free(inv->devices);
+                inv->devices = devices;
+                inv->n_devices = f->devices;
+                snprintf(inv->backend_reason, sizeof(inv->backend_reason), "%s", f->devices ? "" : "no fake devices");
+        }
         if (inv->n_runtimes == f->runtimes)
-                return 0;
+                return devices_changed;
         inventory_clear_runtimes(inv);
         while (inv->n_series > 2)
                 inv->n_series--;

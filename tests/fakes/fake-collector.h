@@ -1,6 +1,7 @@
 /* A collector for loop tests: two series whose reads can be made to fail,
  * to take longer than the interval, or to stop the loop; and runtimes that
- * come and go (each with a neuron_runtime_info series) at its refresh. */
+ * come and go (each with a neuron_runtime_info series) and devices that
+ * appear and go (with backend_reason "no fake devices") at its refresh. */
 #pragma once
 
 #include <stdint.h>
@@ -14,6 +15,7 @@ struct fake_collector {
         uint64_t stop_after;   /* >0: raise SIGTERM at this read (blocked: it stays pending for the signalfd) */
         uint64_t reads;        /* reads so far */
         unsigned runtimes;     /* runtimes "rt0", "rt1" ... the next refresh lists */
+        unsigned devices;      /* devices 0, 1 ... the next refresh lists */
         int refresh_fail_with; /* <0: every refresh returns this */
 };
 

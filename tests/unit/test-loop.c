@@ -408,6 +408,39 @@ static void loop_tick__runtimes_come_and_go__series_sets_follow(void **state) {
         snapshot_unref(failed);
 }
 
+/* The backend's devices appear and go: each change is a new set with the
+ * devices, and a warning said once; ticks between say nothing more. */
+static void loop_tick__devices_come_and_go__new_set_and_one_warning_each(void **state) {
+        struct fixture *f = *state;
+
+        struct snapshot *none = tick_and_get(f);
+        assert_int_equal(none->set->backend.n_devices, 0);
+
+        f->fake->devices = 2;
+        struct snapshot *found = tick_and_get(f);
+        assert_int_equal(found->set->generation, 2);
+        assert_int_equal(found->set->backend.n_devices, 2);
+        assert_int_equal(found->set->backend.devices[1].index, 1);
+        snapshot_unref(tick_and_get(f));
+        assert_int_equal(count_log(f, "collector fake: 2 devices found; polling them"), 1);
+
+        f->fake->devices = 0;
+        struct snapshot *gone = tick_and_get(f);
+        assert_int_equal(gone->set->generation, 3);
+        assert_int_equal(gone->set->backend.n_devices, 0);
+        assert_string_equal(gone->set->backend.backend_reason, "no fake devices");
+        snapshot_unref(tick_and_get(f));
+        assert_int_equal(count_log(f, "collector fake: every device is gone: no fake devices; no device series until "
+                                      "devices appear"),
+                         1);
+        assert_int_equal(count_log(f, "devices found"), 1);
+        /* The older snapshots keep the devices they were taken with. */
+        assert_int_equal(found->set->backend.n_devices, 2);
+        snapshot_unref(none);
+        snapshot_unref(found);
+        snapshot_unref(gone);
+}
+
 struct runner {
         struct loop *loop;
         int sfd;
@@ -488,6 +521,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_run__reload_changes_interval_while_tick_due__sigterm_read_at_once,
                                                 setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__runtimes_come_and_go__series_sets_follow, setup, teardown),
+                cmocka_unit_test_setup_teardown(loop_tick__devices_come_and_go__new_set_and_one_warning_each, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(loop_run__driven_ticks__one_interval_apart_answered_once_stored, setup,
                                                 teardown),
         };
