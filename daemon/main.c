@@ -48,10 +48,8 @@ struct daemon {
         struct store *store;
         struct collector *polled[2]; /* backend and host, as the loop borrows them */
         struct loop loop;
-        struct tick_control ticks; /* with the admin setting; fd -1 otherwise */
-        struct pod_slot pods;      /* initialised before any step */
-        struct pod_core *cores;    /* the host's cores, for pod attribution */
-        size_t n_cores;
+        struct tick_control ticks;   /* with the admin setting; fd -1 otherwise */
+        struct pod_slot pods;        /* initialised before any step */
         struct podwatch *podwatch;   /* NULL when pod_labels is off */
         struct cursor_source cursor; /* the store, as the remote writers read it */
         struct remote_set *remote;   /* NULL without remote write endpoints */
@@ -357,19 +355,16 @@ static int open_pods(struct daemon *d) {
 
         if (!s->pod_labels)
                 return 0;
-        int r = pod_cores_from_series(d->loop.series, d->loop.n_series, &d->cores, &d->n_cores);
-        if (r >= 0) {
-                struct podwatch_options o = {
-                        .socket_path = s->pod_resources_socket,
-                        .interval_ms = s->pod_resources_interval_ms,
-                        .cores = d->cores,
-                        .n_cores = d->n_cores,
-                        .slot = &d->pods,
-                        .refreshed = pods_refreshed,
-                        .userdata = d,
-                };
-                r = podwatch_start(&o, &d->podwatch);
-        }
+        struct podwatch_options o = {
+                .socket_path = s->pod_resources_socket,
+                .interval_ms = s->pod_resources_interval_ms,
+                .set = d->loop.set,
+                .latest = &d->latest,
+                .slot = &d->pods,
+                .refreshed = pods_refreshed,
+                .userdata = d,
+        };
+        int r = podwatch_start(&o, &d->podwatch);
         if (r < 0) {
                 log_error("starting pod attribution: %s", strerror(-r));
                 return EXIT_FAILURE;
@@ -478,7 +473,6 @@ static void daemon_close(struct daemon *d) {
         http_stop(d->http);
         remote_set_stop(d->remote);
         podwatch_stop(d->podwatch);
-        free(d->cores);
         loop_done(&d->loop);
         tick_control_destroy(&d->ticks);
         store_close(d->store);

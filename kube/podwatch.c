@@ -16,6 +16,9 @@
 
 struct podwatch {
         struct podwatch_options o;
+        uint64_t generation; /* of the series set the cores come from */
+        struct pod_core *cores;
+        size_t n_cores;
         pthread_t thread;
         pthread_mutex_t lock;
         pthread_cond_t wake;
@@ -32,6 +35,23 @@ static bool wait_until(struct podwatch *w, int64_t until_ms) {
                 ;
         pthread_mutex_unlock(&w->lock);
         return atomic_load(&w->stop);
+}
+
+/* Takes the cores of the latest snapshot's series set when it is newer
+ * than the one they come from. Out of memory, the cores stay as they were. */
+static void update_cores(struct podwatch *w) {
+        struct snapshot *snap = snapshot_slot_get(w->o.latest);
+        struct pod_core *cores;
+        size_t n;
+
+        if (snap && snap->set && snap->set->generation > w->generation &&
+            pod_cores_from_series(snap->set->series, snap->set->n, &cores, &n) >= 0) {
+                free(w->cores);
+                w->cores = cores;
+                w->n_cores = n;
+                w->generation = snap->set->generation;
+        }
+        snapshot_unref(snap);
 }
 
 /* One refresh: a new map with the kubelet's answer, or with the error and
@@ -56,7 +76,8 @@ static struct pod_map *refresh(struct podwatch *w, const struct pod_map *previou
                         return NULL;
                 }
         }
-        if (pod_map_index(m, w->o.cores, w->o.n_cores) < 0) {
+        update_cores(w);
+        if (pod_map_index(m, w->cores, w->n_cores) < 0) {
                 pod_map_unref(m);
                 return NULL;
         }
@@ -102,6 +123,12 @@ int podwatch_start(const struct podwatch_options *options, struct podwatch **ret
         if (!w)
                 return -ENOMEM;
         w->o = *options;
+        w->o.set = NULL; /* read here only */
+        w->generation = options->set->generation;
+        if (pod_cores_from_series(options->set->series, options->set->n, &w->cores, &w->n_cores) < 0) {
+                free(w);
+                return -ENOMEM;
+        }
         atomic_init(&w->stop, false);
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_init(&attr);
@@ -117,6 +144,7 @@ int podwatch_start(const struct podwatch_options *options, struct podwatch **ret
         if (r < 0) {
                 pthread_cond_destroy(&w->wake);
                 pthread_mutex_destroy(&w->lock);
+                free(w->cores);
                 free(w);
                 return r;
         }
@@ -134,5 +162,6 @@ void podwatch_stop(struct podwatch *w) {
         pthread_join(w->thread, NULL);
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
+        free(w->cores);
         free(w);
 }

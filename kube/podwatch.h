@@ -16,17 +16,21 @@
 #include <stdint.h>
 
 #include "lib/pod.h"
+#include "lib/snapshot.h"
 
 /* A call may take the interval, and never more than this. */
 #define PODWATCH_TIMEOUT_MAX_MS 5000
 #define PODWATCH_KEEP_INTERVALS 3
 
 struct podwatch_options {
-        const char *socket_path;      /* the kubelet's pod-resources socket; borrowed */
-        int64_t interval_ms;          /* between the starts of two refreshes */
-        const struct pod_core *cores; /* this host's cores; borrowed until podwatch_stop() */
-        size_t n_cores;
-        struct pod_slot *slot; /* where each refresh's map goes; borrowed */
+        const char *socket_path; /* the kubelet's pod-resources socket; borrowed */
+        int64_t interval_ms;     /* between the starts of two refreshes */
+        /* This host's cores are those of the series of set (the loop's
+         * first, read at start), then of each newer set a refresh finds in
+         * the latest snapshot: the driver's devices may appear later. */
+        const struct series_set *set;
+        struct snapshot_slot *latest; /* borrowed until podwatch_stop() */
+        struct pod_slot *slot;        /* where each refresh's map goes; borrowed */
         /* Called on the refresh thread after each refresh with the map it
          * published and the one before (NULL the first time). May be NULL. */
         void (*refreshed)(const struct pod_map *previous, const struct pod_map *current, void *userdata);

@@ -162,6 +162,21 @@ start_kubelet
 wait_until 60 core_pod_is 0 train-0 || fail "the labels did not come back with the kubelet"
 stop_daemon
 
+# The driver lists its devices only after neurond started (sysfs): the
+# cores the kubelet assigned get their pod labels without a restart.
+mkdir -p "$TEST_TMP/late/devices/virtual"
+start_daemon late --backend "sysfs:$TEST_TMP/late" --enable-admin --config "$TEST_TMP/on.conf"
+hold_ticks
+cp -R "$top_srcdir/tests/data/trn1/devices/virtual/neuron_device" "$TEST_TMP/late/devices/virtual/"
+chmod -R u+w "$TEST_TMP/late"
+run_ticks 1
+metrics_core_pod_is() {
+        [ "$(metrics_core_pod "$1")" = "$2" ]
+}
+wait_until 30 metrics_core_pod_is 0 train-0 ||
+        fail "core 0 of devices found after start never carried train-0: $(grep neuroncore_memory_used "$TEST_TMP/metrics")"
+stop_daemon late
+
 # pod_labels = false: the kubelet is never asked, and nothing is labelled.
 printf '[neurond]\npod_labels = false\npod_resources_socket = %s\n' "$socket" >"$TEST_TMP/off.conf"
 before=$(n_calls)
