@@ -66,8 +66,9 @@ struct collector {
         char reason[192];
 };
 
-/* Looks up a backend by its spec ("model:trn1.32xlarge,seed=3", "auto"),
- * opens it and returns it. On failure writes a reason to err. */
+/* Looks up a backend by its spec ("sysfs", "model:trn1.32xlarge,seed=3";
+ * "auto" is sysfs), opens it and returns it. On failure writes a reason to
+ * err. */
 int collector_open_spec(const char *spec, struct collector **ret, char *err, size_t errlen);
 
 void collector_close(struct collector *c);

@@ -730,7 +730,7 @@ fail:
 
 static int nmon_probe(const struct collector_args *args) {
         (void) args;
-        return -ENODEV; /* never chosen by "auto": it runs a command */
+        return -ENODEV; /* never probed: it runs a command */
 }
 
 const struct collector_ops nmon_collector_ops = {

@@ -10,8 +10,7 @@
 #include "collectors/nmon.h"
 #include "collectors/sysfs.h"
 
-/* The explicit list of backends, in the order "auto" tries them. The model
- * is last: it is always usable, so auto falls back to it. */
+/* The backends by name. */
 static const struct collector_ops *const registry[] = {
         &sysfs_collector_ops,
         &model_collector_ops,
@@ -34,38 +33,16 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
         struct collector_args args = { .options = options, .err = err, .errlen = errlen };
         err[0] = '\0';
 
+        /* "auto" used to fall back to the device model without a driver,
+         * feeding made-up figures under the real names; it stays, for the
+         * configurations that name it, as sysfs with its default root. */
         if (strcmp(name, "auto") == 0) {
-                /* Each probe explains itself in err; the reasons of the
-                 * backends passed over and of the one chosen are kept for
-                 * the log and /api/v1/devices. */
-                char reason[sizeof(((struct inventory *) 0)->backend_reason)] = "";
                 if (colon) {
-                        snprintf(err, errlen, "backend 'auto' takes no options");
+                        snprintf(err, errlen, "backend 'auto' takes no options (it is sysfs; name sysfs:<root>)");
                         return -EINVAL;
                 }
-                for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
-                        err[0] = '\0';
-                        int p = registry[i]->probe(&args);
-                        size_t at = strlen(reason);
-                        if (err[0])
-                                snprintf(reason + at, sizeof(reason) - at, "%s%s: %s", at ? "; " : "",
-                                         registry[i]->name, err);
-                        if (p != 0)
-                                continue;
-                        err[0] = '\0';
-                        int r = registry[i]->open(&args, ret);
-                        if (r < 0 && err[0] == '\0')
-                                snprintf(err, errlen, "backend '%s': %s", registry[i]->name, strerror(-r));
-                        if (r >= 0)
-                                snprintf((*ret)->inv.backend_reason, sizeof((*ret)->inv.backend_reason),
-                                         "auto chose %s (%.120s)", registry[i]->name,
-                                         reason[0] ? reason : "first usable backend");
-                        return r;
-                }
-                snprintf(err, errlen, "no usable backend found (%s)", reason);
-                return -ENODEV;
+                snprintf(name, sizeof(name), "sysfs");
         }
-
         for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
                 if (strcmp(registry[i]->name, name) != 0)
                         continue;
@@ -78,7 +55,8 @@ int collector_open_spec(const char *spec, struct collector **ret, char *err, siz
                         snprintf(err, errlen, "backend '%s': %s", spec, strerror(-r));
                 return r;
         }
-        snprintf(err, errlen, "backend '%s': unknown backend (expected model:<instance>, sysfs[:<root>] or auto)",
+        snprintf(err, errlen,
+                 "backend '%s': unknown backend (expected sysfs[:<root>], or model:<instance> for the device model)",
                  spec);
         return -EINVAL;
 }

@@ -102,6 +102,10 @@ static int open_backend(struct daemon *d) {
                 fprintf(stderr, "neurond: %s\n", err);
                 return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
         }
+        /* A configuration of an earlier neurond may still count on it. */
+        if (strcmp(d->settings.backend, "auto") == 0)
+                log_warning("backend 'auto' is another name for 'sysfs': it no longer falls back to the device model; "
+                            "name the backend (sysfs, or model:<instance> for the model)");
         return 0;
 }
 

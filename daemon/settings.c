@@ -55,12 +55,13 @@ const struct settings_item settings_table[] = {
                 .arg = "SPEC",
                 .kind = SETTINGS_TEXT,
                 FIELD(backend),
-                .default_text = "auto",
-                .help = "model:<instance>[,node=<k>][,scenario=<name>][,seed=<n>][,speed=<x>][,lnc=1|2], "
-                        "sysfs[:<root>][,lnc=1|2] (<root> is where sysfs is mounted, default /sys), the same with "
-                        ",monitor=<command> or ,monitor-fifo=<path> last to add neuron-monitor's runtimes, or auto: "
-                        "sysfs when the driver is present, else the "
-                        "model",
+                .default_text = "sysfs",
+                .help = "sysfs[:<root>][,lnc=1|2]: the Neuron driver's sysfs (<root> is where sysfs is mounted, "
+                        "default /sys; without devices neurond runs, says why and picks them up when the driver "
+                        "lists them); the same with ,monitor=<command> or ,monitor-fifo=<path> last to add "
+                        "neuron-monitor's runtimes; or model:<instance>[,node=<k>][,scenario=<name>][,seed=<n>]"
+                        "[,speed=<x>][,lnc=1|2]: the device model, a simulation, only when named. auto is another "
+                        "name for sysfs",
         },
         {
                 .key = "interval",

@@ -72,7 +72,7 @@ echo "ok: the binary, units (the service enabled, the socket not), man page, das
 echo "+ the installed daemon, as nobody, with the installed configuration and dashboard"
 root_run --net "$inst" "
   in_root 'setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/neurond --check-config' | grep 'config /etc/neurond/neurond.conf'
-  serves_dashboard '$ROOT_WORK/deb-daemon.log' 'exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/neurond --db /tmp/neurond.db'
+  serves_dashboard '$ROOT_WORK/deb-daemon.log' 'exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/neurond --db /tmp/neurond.db --backend model:trn1.32xlarge'
 "
 
 # --- Maintainer scripts

@@ -4,7 +4,8 @@
 # systemd-nspawn, in a network namespace of its own. Then:
 # - neurond.service, which the package enabled, is active under a dynamic
 #   user with its database in /var/lib/private/neurond, and / and /metrics
-#   answer;
+#   answer; with no Neuron driver in the container, /metrics has no device
+#   series and neurond_backend_devices 0, and the journal says why;
 # - a remote write endpoint: libcurl, which the daemon loads only then, is
 #   installed and sends requests;
 # - the README's TLS recipe: a certificate, key and password file that stay
@@ -68,8 +69,11 @@ in_container '
 wait_container "test -f /var/lib/private/neurond/neurond.db"
 in_container '
   curl -fsS --max-time 10 http://127.0.0.1:9710/ | grep "<title>" >/dev/null
-  curl -fsS --max-time 10 http://127.0.0.1:9710/metrics | grep "^neuroncore_utilization_ratio{" >/dev/null
-  echo "ok: it serves / and /metrics on 127.0.0.1:9710, its database in /var/lib/private/neurond"'
+  curl -fsS --max-time 10 http://127.0.0.1:9710/metrics >/tmp/metrics
+  grep -qx "neurond_backend_devices 0" /tmp/metrics
+  if grep -q "^neuroncore_" /tmp/metrics; then echo "device series without a driver" >&2; exit 1; fi
+  journalctl --no-pager -u neurond.service | grep -q "no devices: /sys/devices/virtual/neuron_device is missing"
+  echo "ok: it serves / and /metrics on 127.0.0.1:9710, its database in /var/lib/private/neurond; no driver, no device series, and it says why"'
 
 echo "+ remote write, whose libcurl the daemon loads only when an endpoint is configured"
 in_container '

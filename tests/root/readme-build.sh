@@ -6,7 +6,8 @@
 # network namespace of its own, which must serve / and /metrics. Then make
 # install under /usr/local: the installed daemon, reading the installed
 # sample configuration with its web_root line uncommented, serves the
-# dashboard too.
+# dashboard too (on the model, named as the README names it: a root without
+# the Neuron driver has no devices to show).
 #
 # Run from the top of a git checkout, as root (tests/root/lib.sh).
 set -eu
@@ -32,7 +33,7 @@ echo "+ make install, and the installed daemon with the installed sample configu
 logged "$ROOT_WORK/readme-install.log" root_run "$root" "in_root 'cd /src && make install'"
 root_run --net "$root" "
   in_root 'sed -i \"s|^# web_root = |web_root = |\" /usr/local/etc/neurond/neurond.conf && grep ^web_root /usr/local/etc/neurond/neurond.conf'
-  serves_dashboard '$ROOT_WORK/installed-daemon.log' 'exec /usr/local/bin/neurond --allow-root --db /tmp/installed.db'
+  serves_dashboard '$ROOT_WORK/installed-daemon.log' 'exec /usr/local/bin/neurond --allow-root --db /tmp/installed.db --backend model:trn1.32xlarge'
 "
 rm -rf "$root"
 echo "PASS: the README's first command builds and serves in a clean $ROOT_SUITE root"

@@ -119,7 +119,7 @@ static void settings_load__defaults__documented_values(void **state) {
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
         assert_int_equal(s.interval_ms, 1000);
         assert_string_equal(s.listen.text, "127.0.0.1:9710");
-        assert_string_equal(s.backend, "auto");
+        assert_string_equal(s.backend, "sysfs");
         setenv("STATE_DIRECTORY", "/var/lib/x", 1);
         assert_int_equal(load(argv, &s, err, sizeof(err)), SETTINGS_RUN);
         assert_string_equal(s.db_path, "/var/lib/x/neurond.db");

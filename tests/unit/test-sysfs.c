@@ -678,16 +678,23 @@ static void sysfs_capacity_for__catalog__bytes_or_enoent(void **state) {
         assert_int_equal(sysfs_capacity_for("NoSuchChip", &v), -ENOENT);
 }
 
-static void collector_open_spec__auto_without_driver__model_with_reason(void **state) {
+/* "auto" never chooses the model: it is sysfs with the default root, which
+ * without a driver has no devices and says why. */
+static void collector_open_spec__auto__sysfs_never_the_model(void **state) {
         struct collector *c = NULL;
         char err[256];
-        if (access("/sys/" SYSFS_DEVICE_DIR, F_OK) == 0)
-                skip(); /* a real Neuron host: auto picks sysfs there */
         assert_int_equal(collector_open_spec("auto", &c, err, sizeof(err)), 0);
-        assert_string_equal(c->ops->name, "model");
-        assert_non_null(strstr(c->inv.backend_reason, "auto chose model"));
-        assert_non_null(strstr(c->inv.backend_reason, "/sys/" SYSFS_DEVICE_DIR));
+        assert_string_equal(c->ops->name, "sysfs");
+        assert_string_equal(c->inv.backend, "sysfs:/sys");
+        if (access("/sys/" SYSFS_DEVICE_DIR, F_OK) != 0) {
+                assert_int_equal(c->inv.n_devices, 0);
+                assert_reason(c, "/sys/" SYSFS_DEVICE_DIR " is missing");
+        }
         collector_close(c);
+        assert_int_equal(collector_open_spec("auto:/tmp", &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "backend 'auto' takes no options"));
+        assert_int_equal(collector_open_spec("simulate", &c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "expected sysfs[:<root>], or model:<instance> for the device model"));
 }
 
 #define CLASS "class/neuron_device/"
@@ -784,7 +791,7 @@ int main(void) {
                 cmocka_unit_test(sysfs_open__ultraserver_files__identity),
                 cmocka_unit_test_teardown(sysfs_open__ultraserver_none_or_two__identity, scratch_teardown),
                 cmocka_unit_test_teardown(sysfs_open__ultraserver_bad_files__reason, scratch_teardown),
-                cmocka_unit_test(collector_open_spec__auto_without_driver__model_with_reason),
+                cmocka_unit_test(collector_open_spec__auto__sysfs_never_the_model),
         };
         return cmocka_run_group_tests_name("sysfs", tests, NULL, NULL);
 }
