@@ -1,7 +1,8 @@
 #!/bin/sh
-# The systemd units: systemd-analyze verify is clean, and the service's
-# offline security exposure is at most 1.5 (systemd-analyze's scale is
-# 0-10; --threshold takes it times ten).
+# The systemd units: the service is ordered after the driver's loading,
+# systemd-analyze verify is clean, and the service's offline security
+# exposure is at most 1.5 (systemd-analyze's scale is 0-10; --threshold
+# takes it times ten).
 . "$(dirname "$0")/lib.sh"
 need systemd-analyze
 
@@ -10,6 +11,10 @@ bindir=$(dirname "${NEUROND_BIN:-$NEUROND}")
 sed -e "s|@bindir@|$bindir|g" -e "s|@sysconfdir@|/etc|g" "$top_srcdir/systemd/neurond.service.in" >"$TEST_TMP/neurond.service"
 cp "$top_srcdir/systemd/neurond.socket" "$TEST_TMP/neurond.socket"
 grep -q '@[a-z]*@' "$TEST_TMP/neurond.service" && fail "unsubstituted @...@ left in neurond.service"
+
+# After the Neuron driver where systemd loads it.
+grep -q '^After=.* systemd-modules-load\.service' "$TEST_TMP/neurond.service" ||
+        fail "neurond.service is not ordered after systemd-modules-load.service"
 
 cd "$TEST_TMP"
 systemd-analyze verify --man=no ./neurond.service ./neurond.socket >verify.log 2>&1 || true
