@@ -47,21 +47,26 @@ printf 'POWER_STATUS_VALID,1,1,1\n' > "$dev/neuron3/stats/power/utilization"
 mv "$dev/neuron3" "$TEST_TMP/neuron3"
 after_ticks 1 'neuron_device_up{neuron_device="3"} 0'
 ! metrics_has 'neuron_device="3",neuroncore' || fail "series of a vanished device are still reported"
-# The driver is unloaded altogether.
+# The driver is unloaded altogether: the devices and their series go, and
+# the collector, up, has nothing to poll.
 rm -rf "$root/devices"
-after_ticks 1 '^neurond_collector_up{collector="backend"} 0'
+after_ticks 1 '^neurond_backend_devices 0$'
+! metrics_has '^neuron_device_up' || fail "series of devices the driver no longer lists are still reported"
+metrics_has '^neurond_collector_up{collector="backend"} 1$' || fail "the backend is not up without devices"
 http /healthz --fail >/dev/null
 
-# Repair: the collector, which failed once, is read again two ticks on
-# (daemon/loop.h's back-off), and from then on every figure is back.
+# Repair: the next tick takes the devices in again, and from then on every
+# figure is back.
 rm -rf "$root"
 cp -R "$TEST_TMP/pristine" "$root"
-after_ticks 2 'neuron_device_up{neuron_device="3"} 1'
+after_ticks 1 'neuron_device_up{neuron_device="3"} 1'
 run_ticks 1
 stable_metrics > "$TEST_TMP/after"
 diff -u "$TEST_TMP/before" "$TEST_TMP/after" || fail "figures did not recover"
 stop_daemon
-grep -q 'collector sysfs: read failed' "$DAEMON_LOG" || fail "no debug reason for the failed reads"
+grep -q 'collector sysfs: every device is gone: .*neuron_device is missing' "$DAEMON_LOG" ||
+  fail "no warning that the devices are gone"
+grep -q 'collector sysfs: 2 devices found' "$DAEMON_LOG" || fail "no warning that the devices are back"
 # Partly damaged trees: the debug line names a file and why it failed.
 grep -q 'series unreadable this tick; first: devices/virtual/neuron_device/neuron[0-9]*/.*: ' "$DAEMON_LOG" ||
   fail "no debug line naming an unreadable file"
