@@ -59,11 +59,9 @@ static void answer(struct buf *out, const char *path, handler_fn *handler, const
 /* /metrics without neurond's own families. */
 static void metrics(struct buf *out, const struct snapshot *snap, const struct collector *c) {
         static const char *const names[] = { "backend" };
-        const struct expo_self self = { .version = "golden",
-                                        .backend = c->inv.backend,
-                                        .instance_type = c->inv.instance_type,
-                                        .n_collectors = 1,
-                                        .collector_names = names };
+        const struct expo_self self = {
+                .version = "golden", .backend = c->inv.backend, .n_collectors = 1, .collector_names = names
+        };
         struct expo *e = NULL;
         struct buf page = { 0 };
         assert_int_equal(expo_new(snap->set->series, snap->set->n, &e), 0);
@@ -106,7 +104,6 @@ static void render(const char *spec, const char *dir, struct buf *out) {
         metrics(out, snap, c);
         snapshot_unref(snap);
         const struct web_context ctx = {
-                .inv = &c->inv,
                 .latest = &slot,
                 .history = { &store_history_ops, store },
                 .interval_ms = INTERVAL_MS,
