@@ -101,7 +101,7 @@ def make_root(work, name, image, config, mounts, read_only):
     os.makedirs(root)
     run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", root)
     mounted.append(root)
-    for d in ("usr", "etc", "var/lib", "run", "proc", "dev", "tmp"):
+    for d in ("usr", "etc", "var/lib", "run", "proc", "sys", "dev", "tmp"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     os.chmod(os.path.join(root, "tmp"), 0o1777)
     for link in ("bin", "lib", "lib64", "sbin"):
@@ -114,6 +114,9 @@ def make_root(work, name, image, config, mounts, read_only):
             make_dir(root + path, uid, gid, mode)
     run("mount", "-t", "proc", "proc", os.path.join(root, "proc"))
     mounted.append(os.path.join(root, "proc"))
+    # Every container has sysfs, read-only, as runc mounts it.
+    run("mount", "-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", os.path.join(root, "sys"))
+    mounted.append(os.path.join(root, "sys"))
     run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", os.path.join(root, "dev"))
     mounted.append(os.path.join(root, "dev"))
     for device in DEVICES:
