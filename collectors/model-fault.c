@@ -13,11 +13,17 @@
 
 static const char *const kind_names[FAULT__COUNT] = {
         [FAULT_DEVICE_DOWN] = "device_down", [FAULT_CORE_STUCK] = "core_stuck",   [FAULT_ECC] = "ecc",
-        [FAULT_LINK_DOWN] = "link_down",     [FAULT_EXEC_ERRORS] = "exec_errors",
+        [FAULT_LINK_DOWN] = "link_down",     [FAULT_EXEC_ERRORS] = "exec_errors", [FAULT_HBM_FULL] = "hbm_full",
+};
+
+const char *const model_ecc_names[MODEL_ECC_TYPES] = {
+        "mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected", "sram_ecc_uncorrected", "mem_ecc_corrected",
+        "sram_ecc_corrected",
 };
 
 #define EXEC_ERRORS_DEFAULT_RATE 100.0
 #define EXEC_ERRORS_DEFAULT_MS 10000
+#define HBM_FULL_DEFAULT_SHARE 0.98
 
 /* A fault starts within and lasts at most a year: far beyond any test, and
  * small enough that adding it to a tick's timestamp cannot overflow. */
@@ -30,6 +36,17 @@ static int parse_index(const char *text, unsigned *ret) {
         if (r < 0)
                 return r;
         *ret = (unsigned) v;
+        return 0;
+}
+
+/* A positive number up to max. */
+static int parse_rate(const char *text, double max, double *ret) {
+        char *end;
+        errno = 0;
+        double v = strtod(text, &end);
+        if (errno || end == text || *end || !(v > 0 && v <= max))
+                return -EINVAL;
+        *ret = v;
         return 0;
 }
 
@@ -51,7 +68,7 @@ static int parse_duration(const char *text, size_t len, int64_t *ret_ms) {
 int model_fault_parse(const char *text, struct model_fault *ret, char *err, size_t errlen) {
         struct model_fault f = { .peer = MODEL_PEER_SWITCH };
         char buf[128];
-        char *fields[3] = { 0 };
+        char *fields[4] = { 0 };
         size_t n_fields = 0;
 
         if (strlen(text) >= sizeof(buf)) {
@@ -86,7 +103,7 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                 }
         }
         for (char *p = buf; p;) {
-                if (n_fields == 3) {
+                if (n_fields == 4) {
                         snprintf(err, errlen, "fault '%s': too many ':' fields", text);
                         return -EINVAL;
                 }
@@ -102,20 +119,24 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
         if (kind < 0) {
                 snprintf(
                         err, errlen,
-                        "fault '%s': unknown kind '%s' (expected device_down, core_stuck, ecc, link_down or exec_errors)",
+                        "fault '%s': unknown kind '%s' (expected device_down, core_stuck, ecc, link_down, exec_errors or "
+                        "hbm_full)",
                         text, fields[0]);
                 return -EINVAL;
         }
         f.kind = (enum model_fault_kind) kind;
         size_t want_min = 2, want_max = 2;
-        if (kind == FAULT_ECC || kind == FAULT_EXEC_ERRORS)
+        if (kind == FAULT_EXEC_ERRORS || kind == FAULT_HBM_FULL)
                 want_max = 3;
+        if (kind == FAULT_ECC)
+                want_max = 4;
         if (kind == FAULT_LINK_DOWN)
                 want_min = want_max = 3;
         if (n_fields < want_min || n_fields > want_max) {
                 snprintf(err, errlen, "fault '%s': %s takes %s", text, kind_names[kind],
                          kind == FAULT_LINK_DOWN     ? "<device>:<peer device or switch>"
-                         : kind == FAULT_ECC         ? "<device>[:<event type>]"
+                         : kind == FAULT_ECC         ? "<device>[:<event type>[:<events per second>]]"
+                         : kind == FAULT_HBM_FULL    ? "<device>[:<share of memory>]"
                          : kind == FAULT_EXEC_ERRORS ? "<core>[:<errors per second>]"
                          : kind == FAULT_CORE_STUCK  ? "<core>"
                                                      : "<device>");
@@ -134,34 +155,43 @@ int model_fault_parse(const char *text, struct model_fault *ret, char *err, size
                 }
                 break;
         case FAULT_ECC: {
-                int e = n_fields == 3 ? -1 : DRIVER_ECC_MEM_UNCORRECTED;
-                for (int i = 0; n_fields == 3 && i < DRIVER_ECC__COUNT; i++)
-                        if (strcmp(fields[2], driver_ecc_names[i]) == 0)
+                int e = n_fields >= 3 ? -1 : DRIVER_ECC_MEM_UNCORRECTED;
+                for (int i = 0; n_fields >= 3 && i < MODEL_ECC_TYPES; i++)
+                        if (strcmp(fields[2], model_ecc_names[i]) == 0)
                                 e = i;
                 if (e < 0) {
-                        _Static_assert(DRIVER_ECC__COUNT == 3, "the message names every ECC type");
-                        snprintf(err, errlen, "fault '%s': ECC type '%s' is not %s, %s or %s", text, fields[2],
-                                 driver_ecc_names[0], driver_ecc_names[1], driver_ecc_names[2]);
+                        _Static_assert(MODEL_ECC_TYPES == 5, "the message names every ECC type");
+                        snprintf(err, errlen, "fault '%s': ECC type '%s' is not %s, %s, %s, %s or %s", text, fields[2],
+                                 model_ecc_names[0], model_ecc_names[1], model_ecc_names[2], model_ecc_names[3],
+                                 model_ecc_names[4]);
                         return -EINVAL;
                 }
-                f.ecc = (enum driver_ecc) e;
-                break;
-        }
-        case FAULT_EXEC_ERRORS: {
-                f.rate = EXEC_ERRORS_DEFAULT_RATE;
-                if (n_fields == 3) {
-                        char *end;
-                        errno = 0;
-                        f.rate = strtod(fields[2], &end);
-                        if (errno || end == fields[2] || *end || !(f.rate > 0 && f.rate <= 1e6)) {
-                                snprintf(err, errlen,
-                                         "fault '%s': rate '%s' is not a number of errors per second in (0, 1000000]",
-                                         text, fields[2]);
-                                return -EINVAL;
-                        }
+                f.ecc = (unsigned) e;
+                f.rate = 1;
+                if (n_fields == 4 && parse_rate(fields[3], 1e6, &f.rate) < 0) {
+                        snprintf(err, errlen,
+                                 "fault '%s': rate '%s' is not a number of events per second in (0, 1000000]", text,
+                                 fields[3]);
+                        return -EINVAL;
                 }
                 break;
         }
+        case FAULT_EXEC_ERRORS:
+                f.rate = EXEC_ERRORS_DEFAULT_RATE;
+                if (n_fields == 3 && parse_rate(fields[2], 1e6, &f.rate) < 0) {
+                        snprintf(err, errlen,
+                                 "fault '%s': rate '%s' is not a number of errors per second in (0, 1000000]", text,
+                                 fields[2]);
+                        return -EINVAL;
+                }
+                break;
+        case FAULT_HBM_FULL:
+                f.rate = HBM_FULL_DEFAULT_SHARE;
+                if (n_fields == 3 && parse_rate(fields[2], 1, &f.rate) < 0) {
+                        snprintf(err, errlen, "fault '%s': share '%s' is not a number in (0, 1]", text, fields[2]);
+                        return -EINVAL;
+                }
+                break;
         default:
                 break;
         }
@@ -195,7 +225,13 @@ void model_fault_format(const struct model_fault *f, char *out, size_t size) {
                         snprintf(arg, sizeof(arg), ":%u", f->peer);
                 break;
         case FAULT_ECC:
-                snprintf(arg, sizeof(arg), ":%s", driver_ecc_names[f->ecc]);
+                if (f->rate != 1)
+                        snprintf(arg, sizeof(arg), ":%s:%g", model_ecc_names[f->ecc], f->rate);
+                else
+                        snprintf(arg, sizeof(arg), ":%s", model_ecc_names[f->ecc]);
+                break;
+        case FAULT_HBM_FULL:
+                snprintf(arg, sizeof(arg), ":%g", f->rate);
                 break;
         case FAULT_EXEC_ERRORS:
                 snprintf(arg, sizeof(arg), ":%g", f->rate);

@@ -19,6 +19,12 @@
 
 #define FAULTS_MAX 64
 
+/* The ECC counters the model keeps: the driver's three uncorrected ones,
+ * then the corrected ones neuron-monitor's neuron_hw_counters reports
+ * (sysfs has none). model_ecc_names[] spells them. */
+#define MODEL_ECC_TYPES (DRIVER_ECC__COUNT + 2)
+extern const char *const model_ecc_names[MODEL_ECC_TYPES];
+
 enum dma_direction { DMA_HOST_TO_DEVICE, DMA_DEVICE_TO_HOST, DMA_DEVICE_TO_DEVICE, DMA__COUNT };
 
 enum scenario { SCENARIO_IDLE, SCENARIO_STEADY, SCENARIO_TRAINING, SCENARIO_INFERENCE, SCENARIO_MOE, SCENARIO_MIXED };
@@ -74,7 +80,8 @@ struct model_state {
         double *hbm_rate;    /* [device * 2] read, write bytes per second */
         double *dma_rate;    /* [device * DMA__COUNT] bytes per second */
         double *power;       /* [device] 0-1, instantaneous */
-        double *ecc_rate;    /* [device * DRIVER_ECC__COUNT] events per second */
+        double *ecc_rate;    /* [device * MODEL_ECC_TYPES] events per second */
+        double *hbm_full;    /* [device] share of each core's memory a leak holds, or 0 */
         double *tx_rate;     /* [link] bytes per second */
         double *rx_rate;     /* [link] bytes per second */
         double *demand;      /* [device] NeuronLink demand 0-1 */
@@ -130,7 +137,7 @@ struct model {
         /* Counters since the model started. */
         double *hbm_bytes;           /* [device * 2] */
         double *dma_bytes;           /* [device * DMA__COUNT] */
-        double *ecc_events;          /* [device * DRIVER_ECC__COUNT] */
+        double *ecc_events;          /* [device * MODEL_ECC_TYPES] */
         double *tx_bytes, *rx_bytes; /* [link] */
         double *power_avg;           /* [device] gauge, a one-minute moving average */
         uint64_t *busy_us;           /* [logical core] its utilization gauge times each interval */

@@ -135,6 +135,9 @@ static void core_second(struct model *m, unsigned core, int64_t s) {
         default:
                 break;
         }
+        /* A leak: the memory fills up to the fault's share, whatever runs. */
+        if (st->hbm_full[d] * share > mem)
+                mem = st->hbm_full[d] * share;
         if (st->stuck[core]) {
                 /* Hung: nothing runs, nothing moves, the memory stays held;
                  * requests sent to it time out in the runtime's queue. */
@@ -195,7 +198,8 @@ void model_state_compute(struct model *m, int64_t s) {
         memset(st->down, 0, n_dev);
         memset(st->off_switch, 0, n_dev);
         memset(st->stuck, 0, m->n_cores);
-        memset(st->ecc_rate, 0, (size_t) n_dev * DRIVER_ECC__COUNT * sizeof(double));
+        memset(st->ecc_rate, 0, (size_t) n_dev * MODEL_ECC_TYPES * sizeof(double));
+        memset(st->hbm_full, 0, n_dev * sizeof(double));
         memset(st->host_in, 0, n_dev * sizeof(double));
         memset(st->host_out, 0, n_dev * sizeof(double));
         for (size_t r = 0; r < m->n_runtimes; r++)
@@ -212,7 +216,9 @@ void model_state_compute(struct model *m, int64_t s) {
                 else if (f->fault.kind == FAULT_LINK_DOWN && f->fault.peer == MODEL_PEER_SWITCH)
                         st->off_switch[f->fault.target] = 1;
                 else if (f->fault.kind == FAULT_ECC)
-                        st->ecc_rate[f->fault.target * DRIVER_ECC__COUNT + f->fault.ecc] += 1;
+                        st->ecc_rate[f->fault.target * MODEL_ECC_TYPES + f->fault.ecc] += f->fault.rate;
+                else if (f->fault.kind == FAULT_HBM_FULL && f->fault.rate > st->hbm_full[f->fault.target])
+                        st->hbm_full[f->fault.target] = f->fault.rate;
         }
 
         for (unsigned c = 0; c < m->n_cores; c++)
@@ -247,8 +253,8 @@ void model_state_compute(struct model *m, int64_t s) {
                                 st->util[c] = st->ok_rate[c] = st->fail_rate[c] = st->drop_rate[c] = 0;
                         }
                         st->host_in[d] = st->host_out[d] = 0;
-                        for (int e = 0; e < DRIVER_ECC__COUNT; e++)
-                                st->ecc_rate[d * DRIVER_ECC__COUNT + e] = 0;
+                        for (int e = 0; e < MODEL_ECC_TYPES; e++)
+                                st->ecc_rate[d * MODEL_ECC_TYPES + e] = 0;
                 }
         }
 
@@ -380,9 +386,8 @@ void model_advance(struct model *m, int64_t from_ms, int64_t to_ms) {
                                 m->hbm_bytes[d * 2 + i] += st->hbm_rate[d * 2 + i] * dt;
                         for (int i = 0; i < DMA__COUNT; i++)
                                 m->dma_bytes[d * DMA__COUNT + i] += st->dma_rate[d * DMA__COUNT + i] * dt;
-                        for (int i = 0; i < DRIVER_ECC__COUNT; i++)
-                                m->ecc_events[d * DRIVER_ECC__COUNT + i] +=
-                                        st->ecc_rate[d * DRIVER_ECC__COUNT + i] * dt;
+                        for (int i = 0; i < MODEL_ECC_TYPES; i++)
+                                m->ecc_events[d * MODEL_ECC_TYPES + i] += st->ecc_rate[d * MODEL_ECC_TYPES + i] * dt;
                         if (!st->down[d])
                                 m->power_avg[d] = st->power[d] + (m->power_avg[d] - st->power[d]) * keep;
                 }

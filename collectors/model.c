@@ -167,7 +167,7 @@ static int build_series(struct model *m) {
             (r = add_device_family(m, METRIC_DEVICE_HBM_BYTES, hbm_dirs, 2, &m->off_hbm)) < 0 ||
             (r = add_device_family(m, METRIC_DEVICE_DMA_BYTES, dma_direction_names, DMA__COUNT, &m->off_dma)) < 0 ||
             (r = add_device_family(m, METRIC_DEVICE_POWER_UTILIZATION, NULL, 0, &m->off_power)) < 0 ||
-            (r = add_device_family(m, METRIC_DEVICE_ECC_EVENTS, driver_ecc_names, DRIVER_ECC__COUNT, &m->off_ecc)) < 0)
+            (r = add_device_family(m, METRIC_DEVICE_ECC_EVENTS, model_ecc_names, MODEL_ECC_TYPES, &m->off_ecc)) < 0)
                 return r;
         for (int pass = 0; pass < 2; pass++) {
                 *(pass ? &m->off_rx : &m->off_tx) = inv->n_series;
@@ -214,7 +214,7 @@ static int list_runtimes(struct model *m) {
 
 /* ---- state ------------------------------------------------------------ */
 
-#define DOUBLE_ARRAYS 35
+#define DOUBLE_ARRAYS 36
 
 struct double_array {
         double **p;
@@ -242,7 +242,8 @@ static void double_arrays(struct model *m, struct double_array out[DOUBLE_ARRAYS
                 { &st->hbm_rate, nd * 2 },
                 { &st->dma_rate, nd * DMA__COUNT },
                 { &st->power, nd },
-                { &st->ecc_rate, nd * DRIVER_ECC__COUNT },
+                { &st->ecc_rate, nd * MODEL_ECC_TYPES },
+                { &st->hbm_full, nd },
                 { &st->tx_rate, nl },
                 { &st->rx_rate, nl },
                 { &st->demand, nd },
@@ -256,7 +257,7 @@ static void double_arrays(struct model *m, struct double_array out[DOUBLE_ARRAYS
                 { &m->flops, nlc },
                 { &m->hbm_bytes, nd * 2 },
                 { &m->dma_bytes, nd * DMA__COUNT },
-                { &m->ecc_events, nd * DRIVER_ECC__COUNT },
+                { &m->ecc_events, nd * MODEL_ECC_TYPES },
                 { &m->tx_bytes, nl },
                 { &m->rx_bytes, nl },
                 { &m->power_avg, nd },
@@ -602,9 +603,8 @@ static int model_read(struct collector *c, int64_t now_ms, struct sample_batch *
                         put(out, m->off_hbm + i * 2 + k, whole(m->hbm_bytes[d * 2 + k]));
                 for (int k = 0; k < DMA__COUNT; k++)
                         put(out, m->off_dma + i * DMA__COUNT + k, whole(m->dma_bytes[d * DMA__COUNT + k]));
-                for (int k = 0; k < DRIVER_ECC__COUNT; k++)
-                        put(out, m->off_ecc + i * DRIVER_ECC__COUNT + k,
-                            whole(m->ecc_events[d * DRIVER_ECC__COUNT + k]));
+                for (int k = 0; k < MODEL_ECC_TYPES; k++)
+                        put(out, m->off_ecc + i * MODEL_ECC_TYPES + k, whole(m->ecc_events[d * MODEL_ECC_TYPES + k]));
         }
         /* A link's series belong to its device: they go with it. */
         for (size_t l = 0; l < m->n_links; l++) {

@@ -32,6 +32,7 @@ enum model_fault_kind {
         FAULT_ECC,         /* device:  ECC events of one type */
         FAULT_LINK_DOWN,   /* device + peer: no traffic either way */
         FAULT_EXEC_ERRORS, /* core:    a burst of failed executions */
+        FAULT_HBM_FULL,    /* device:  its cores' memory held up to a share of their part */
         FAULT__COUNT,
 };
 
@@ -40,10 +41,11 @@ enum model_fault_kind {
 
 struct model_fault {
         enum model_fault_kind kind;
-        unsigned target; /* device or host-wide core index */
-        unsigned peer;   /* FAULT_LINK_DOWN: peer device or MODEL_PEER_SWITCH */
-        enum driver_ecc ecc;
-        double rate;         /* FAULT_EXEC_ERRORS: failures per second */
+        unsigned target;     /* device or host-wide core index */
+        unsigned peer;       /* FAULT_LINK_DOWN: peer device or MODEL_PEER_SWITCH */
+        unsigned ecc;        /* FAULT_ECC: the event type, an index of the model's ECC names */
+        double rate;         /* FAULT_EXEC_ERRORS: failures per second; FAULT_ECC: events per second;
+                                FAULT_HBM_FULL: the share of memory held */
         int64_t start_ms;    /* after the model's first read (spec) or after injection (admin) */
         int64_t duration_ms; /* MODEL_FAULT_FOREVER: until cleared; 0: one ECC event */
 };

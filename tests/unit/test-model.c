@@ -128,8 +128,9 @@ static void model_open__bad_options__explain(void **state) {
 
 static void model_fault_format__parsed_faults__round_trip(void **state) {
         static const char *const texts[] = {
-                "device_down:3@10s+30s", "core_stuck:17",          "ecc:2:sram_ecc_uncorrected@1m",
-                "link_down:4:switch+2h", "link_down:0:1@250ms+1s", "exec_errors:5:12.5@5m+10s",
+                "device_down:3@10s+30s",        "core_stuck:17",          "ecc:2:sram_ecc_uncorrected@1m",
+                "link_down:4:switch+2h",        "link_down:0:1@250ms+1s", "exec_errors:5:12.5@5m+10s",
+                "ecc:0:mem_ecc_corrected:5+1m", "hbm_full:3:0.98",        "hbm_full:2:0.99@1m+10m",
         };
         for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
                 struct model_fault f;
@@ -147,6 +148,34 @@ static void model_fault_format__parsed_faults__round_trip(void **state) {
         assert_true(f.rate == 100 && f.duration_ms == 10000);
         assert_int_equal(model_fault_parse("device_down:1", &f, err, sizeof(err)), 0);
         assert_true(f.duration_ms == MODEL_FAULT_FOREVER);
+        assert_int_equal(model_fault_parse("hbm_full:1", &f, err, sizeof(err)), 0);
+        assert_true(f.rate == 0.98 && f.duration_ms == MODEL_FAULT_FOREVER);
+        assert_int_equal(model_fault_parse("ecc:1:sram_ecc_corrected", &f, err, sizeof(err)), 0);
+        assert_true(f.rate == 1);
+        assert_int_equal(model_fault_parse("hbm_full:1:1.5", &f, err, sizeof(err)), -EINVAL);
+        assert_int_equal(model_fault_parse("ecc:1:mem_ecc_corrected:0", &f, err, sizeof(err)), -EINVAL);
+}
+
+/* A corrected ECC storm counts its rate; a leak fills the device's memory. */
+static void model_read__ecc_storm_and_hbm_full__show_in_the_series(void **state) {
+        struct fixture *f = open_spec("model:trn1.32xlarge,scenario=steady,seed=4");
+        struct model_fault fault;
+        char err[128];
+        read_at(f, T0);
+        size_t corrected = find(f, METRIC_DEVICE_ECC_EVENTS, "1", "mem_ecc_corrected", NULL);
+        size_t used = find(f, METRIC_DEVICE_MEMORY_USED, "2", NULL, NULL);
+        size_t total = find(f, METRIC_DEVICE_MEMORY_TOTAL, "2", NULL, NULL);
+        assert_true(f->valid[corrected] && f->values[corrected] == 0);
+        const char *faults[] = { "ecc:1:mem_ecc_corrected:5+10s", "hbm_full:2" };
+        for (size_t i = 0; i < 2; i++) {
+                assert_int_equal(model_fault_parse(faults[i], &fault, err, sizeof(err)), 0);
+                assert_int_equal(model_fault_inject(f->c, &fault, err, sizeof(err)), 0);
+        }
+        for (int s = 1; s <= 20; s++)
+                read_at(f, T0 + s * 1000);
+        assert_true(f->values[corrected] == 50);
+        assert_true(f->values[used] / f->values[total] > 0.97);
+        fixture_free(f);
 }
 
 /* Series counts per instance: the store and the 64 MiB goal are sized on them. */
@@ -159,13 +188,13 @@ static void model_open__trn3_gen2__has_every_core_and_device(void **state) {
         assert_int_equal(count_metric(f, METRIC_CORE_PHYSICAL_UTILIZATION), 1152);
         assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_USED), 576);
         assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_CATEGORY), 0);
-        assert_int_equal(count_metric(f, METRIC_DEVICE_ECC_EVENTS), 3 * 144);
+        assert_int_equal(count_metric(f, METRIC_DEVICE_ECC_EVENTS), 5 * 144);
         /* NeuronSwitch: one port per device, not 144 x 143 pairs. */
         assert_int_equal(count_metric(f, METRIC_LINK_TX_BYTES), 144);
         assert_int_equal(count_metric(f, METRIC_CORE_BUSY_SECONDS), 576);
         /* Before the first refresh no runtime is listed: 3 per logical core,
-         * 2 physical ones, 12 per device, 2 per switch port. */
-        assert_int_equal(f->c->inv.n_series, 576 * 5 + 144 * 12 + 144 * 2);
+         * 2 physical ones, 14 per device, 2 per switch port. */
+        assert_int_equal(f->c->inv.n_series, 576 * 5 + 144 * 14 + 144 * 2);
         /* The inventory still lists every reachable device as a peer. */
         assert_int_equal(f->c->inv.devices[7].n_peers, 143);
         find(f, METRIC_LINK_RX_BYTES, "143", "switch", NULL);
@@ -177,7 +206,7 @@ static void model_open__trn3_gen2__has_every_core_and_device(void **state) {
         assert_int_equal(f->c->inv.runtimes[0].n_cores, 576);
         assert_int_equal(count_metric(f, METRIC_CORE_MEMORY_TENSORS), 576);
         assert_int_equal(count_metric(f, METRIC_CORE_FLOPS), 576);
-        assert_int_equal(f->c->inv.n_series, 576 * 11 + 144 * 12 + 144 * 2 + 35);
+        assert_int_equal(f->c->inv.n_series, 576 * 11 + 144 * 14 + 144 * 2 + 35);
         assert_int_equal(read_at(f, T0 + 1000), 0);
         fixture_free(f);
 
@@ -903,6 +932,7 @@ int main(void) {
                 cmocka_unit_test(model_read__mixed__has_allocated_but_idle_cores),
                 cmocka_unit_test(model_read__device_down_fault__device_goes_and_returns),
                 cmocka_unit_test(model_read__injected_faults__show_in_the_series),
+                cmocka_unit_test(model_read__ecc_storm_and_hbm_full__show_in_the_series),
                 cmocka_unit_test(model_fault_inject__from_another_thread__is_safe),
                 cmocka_unit_test(model_read__time_going_back__keeps_counters),
                 cmocka_unit_test(model_read__busy_seconds__sum_of_gauge_times_interval),
