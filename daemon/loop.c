@@ -21,9 +21,12 @@
 /* Builds l->series, l->offsets and the next series set from the
  * collectors' inventories as they are now. On failure the old ones stay. */
 static int loop_build(struct loop *l) {
+        const struct inventory *backend = &l->collectors[0]->inv;
         size_t n = 0;
         for (size_t i = 0; i < l->n_collectors; i++)
                 n += l->collectors[i]->inv.n_series;
+        size_t health_offset = n;
+        n += (size_t) backend->n_devices * HEALTH__COUNT;
         size_t *offsets = calloc(l->n_collectors, sizeof(*offsets));
         struct series_desc *series = calloc(n ? n : 1, sizeof(*series));
         struct series_set *set = NULL;
@@ -35,6 +38,14 @@ static int loop_build(struct loop *l) {
                 memcpy(series + at, inv->series, inv->n_series * sizeof(*series));
                 at += inv->n_series;
         }
+        /* One series per device and state, stored like any other. */
+        for (unsigned d = 0; r == 0 && d < backend->n_devices; d++)
+                for (int st = 0; st < HEALTH__COUNT; st++) {
+                        struct series_desc *desc = &series[health_offset + d * HEALTH__COUNT + (unsigned) st];
+                        desc->metric = METRIC_DEVICE_HEALTH;
+                        snprintf(desc->label_values[0], sizeof(desc->label_values[0]), "%u", backend->devices[d].index);
+                        snprintf(desc->label_values[1], sizeof(desc->label_values[1]), "%s", health_state_names[st]);
+                }
         /* The first collector is the accelerator backend: its devices and
          * runtimes go with the set (the host collector has neither). */
         if (r == 0) {
@@ -56,6 +67,7 @@ static int loop_build(struct loop *l) {
         l->offsets = offsets;
         l->series = series;
         l->n_series = n;
+        l->health_offset = health_offset;
         l->set = set;
         return 0;
 }
@@ -95,6 +107,8 @@ int loop_init(struct loop *l, struct collector *const *collectors, size_t n_coll
 }
 
 void loop_done(struct loop *l) {
+        snapshot_unref(l->prev);
+        l->prev = NULL;
         free(l->offsets);
         free(l->series);
         series_set_unref(l->set);
@@ -319,6 +333,25 @@ static int loop_store(struct loop *l, const struct snapshot *snap) {
         return r;
 }
 
+/* The devices' health as of snap, into its health series; the events
+ * go to the store with the tick. Without memory for a result the tick
+ * has none: every state series is left out. */
+static void loop_health(struct loop *l, struct snapshot *snap) {
+        const struct inventory *backend = &l->collectors[0]->inv;
+        struct health_result *prev = l->prev ? l->prev->health : NULL;
+        struct health_result *h = health_evaluate(backend->devices, backend->n_devices, l->prev, snap, prev);
+
+        snap->health = h;
+        for (size_t d = 0; h && d < h->n_devices; d++)
+                for (int st = 0; st < HEALTH__COUNT; st++) {
+                        size_t i = l->health_offset + d * HEALTH__COUNT + (size_t) st;
+                        snap->values[i] = h->devices[d].state == (enum health_state) st;
+                        snap->valid[i] = 1;
+                }
+        if (h && h->n_events > 0 && l->store)
+                store_add_events(l->store, h->events, h->n_events);
+}
+
 int loop_tick(struct loop *l) {
         int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
         return loop_tick_at(l, clock_ns(CLOCK_REALTIME) / 1000000, mono_ns);
@@ -349,6 +382,8 @@ int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
                 snap->collector_up[i] = loop_read(l, i, snap->timestamp_ms, refresh_errors[i], &batch) >= 0;
         }
         snap->poll_seconds = (double) (clock_ns(CLOCK_MONOTONIC) - poll_start_ns) / 1e9;
+        if (!l->rebuild_due)
+                loop_health(l, snap);
 
         /* Compacting an hour is the slow part of a tick on a large host: say when. */
         bool rollup = store_rollup_due(l->store, snap->timestamp_ms);
@@ -389,6 +424,9 @@ int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
                 l->store_error = r;
                 l->store_unopened = st.unopened;
         }
+        /* Kept for the next tick's rates, as published. */
+        snapshot_unref(l->prev);
+        l->prev = snapshot_ref(snap);
         snapshot_slot_publish(l->latest, snap);
         if (l->after_tick)
                 l->after_tick(l->after_tick_userdata);

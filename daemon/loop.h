@@ -13,6 +13,12 @@
  * next series set (lib/snapshot.h) with the snapshots that follow, and
  * registers it with the store; series that stay keep their identity.
  *
+ * After the collectors, each tick evaluates the devices' health from the
+ * snapshot and the one before (lib/health.h): the result goes with the
+ * snapshot, its states into the neuron_device_health series the loop adds
+ * after the collectors' (4 per device of the backend), its events to the
+ * store.
+ *
  * A tick that runs past the next one skips the missed intervals (counted in
  * overruns) and the loop stays on its grid. A collector whose read fails is
  * retried after 2, 4, 8 ... up to LOOP_BACKOFF_MAX intervals, and at every
@@ -53,6 +59,8 @@ struct loop {
         struct series_desc *series; /* every collector's series, in order */
         size_t n_series;
         struct series_set *set; /* the same, as the snapshots carry it */
+        size_t health_offset;   /* first neuron_device_health series: after the collectors' */
+        struct snapshot *prev;  /* the previous tick, for the health rules' rates */
         bool rebuild_due;       /* a collector's series changed and the list could not be rebuilt yet */
         bool register_due;      /* the list changed and the store has not taken it yet */
         struct store *store;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/health.h"
 #include "lib/inventory.h"
 
 #define HISTORY_MATCHERS_MAX 8
@@ -86,6 +87,15 @@ struct history_stats {
         uint64_t size_cap_bytes;
 };
 
+/* Which stored health events (lib/health.h) to read: those stamped in
+ * [start_ms, end_ms], of one device, kind and severity where those are
+ * >= 0, oldest first, at most limit of them (the newest such). */
+struct history_events_query {
+        int64_t start_ms, end_ms;
+        int device, kind, severity;
+        size_t limit;
+};
+
 struct history_ops {
         /* Reads the series of q->metric matching every matcher, one point per
          * step-aligned bucket in [start, end] that holds samples. Returns 0,
@@ -101,6 +111,9 @@ struct history_ops {
                            struct series_desc **ret, size_t *ret_n);
         /* A consistent copy of the store's health and limits. */
         void (*get_stats)(void *impl, struct history_stats *ret);
+        /* Stored health events; *ret is free()d by the caller. Errors as
+         * query_range's. NULL: the history keeps no events. */
+        int (*query_events)(void *impl, const struct history_events_query *q, struct health_event **ret, size_t *ret_n);
 };
 
 struct history {

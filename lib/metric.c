@@ -200,6 +200,12 @@ const struct metric_desc metric_table[METRIC__COUNT] = {
                 .type = METRIC_COUNTER,
                 .labels = { "neuron_device_index", "event_type" },
         },
+        [METRIC_DEVICE_HEALTH] = {
+                .name = "neuron_device_health",
+                .help = "1 for the device's health state (healthy, degraded, unhealthy, unknown), 0 for the others; docs/health.md gives the rules.",
+                .type = METRIC_GAUGE,
+                .labels = { "neuron_device", "state" },
+        },
         [METRIC_LINK_TX_BYTES] = {
                 .name = "neuron_link_transmit_bytes_total",
                 .help = "Bytes sent by the device over its NeuronLink to the peer device.",

@@ -62,6 +62,7 @@ enum metric_id {
         METRIC_DEVICE_DMA_BYTES,
         METRIC_DEVICE_POWER_UTILIZATION,
         METRIC_DEVICE_ECC_EVENTS,
+        METRIC_DEVICE_HEALTH,
         /* per NeuronLink direction */
         METRIC_LINK_TX_BYTES,
         METRIC_LINK_RX_BYTES,

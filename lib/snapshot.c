@@ -60,9 +60,16 @@ struct snapshot *snapshot_new(size_t n) {
         return s;
 }
 
+struct snapshot *snapshot_ref(struct snapshot *s) {
+        if (s)
+                atomic_fetch_add(&s->refs, 1);
+        return s;
+}
+
 void snapshot_unref(struct snapshot *s) {
         if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
                 series_set_unref(s->set);
+                health_result_unref(s->health);
                 free(s);
         }
 }

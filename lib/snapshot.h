@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/health.h"
 #include "lib/inventory.h"
 
 #define SNAPSHOT_COLLECTORS_MAX 4
@@ -54,10 +55,13 @@ struct snapshot {
         double *values;
         uint8_t *valid;
         uint8_t collector_up[SNAPSHOT_COLLECTORS_MAX];
+        struct health_result *health; /* the devices' health as of this tick (lib/health.h), or NULL */
         atomic_int refs;
 };
 
 struct snapshot *snapshot_new(size_t n);
+/* Returns a new reference (NULL-safe). */
+struct snapshot *snapshot_ref(struct snapshot *s);
 void snapshot_unref(struct snapshot *s); /* NULL-safe; drops its set's reference too */
 
 struct snapshot_slot {

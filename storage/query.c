@@ -686,8 +686,14 @@ static void history_get_stats(void *impl, struct history_stats *ret) {
         store_get_stats(impl, ret);
 }
 
+static int history_query_events(void *impl, const struct history_events_query *q, struct health_event **ret,
+                                size_t *ret_n) {
+        return store_query_events(impl, q, ret, ret_n);
+}
+
 const struct history_ops store_history_ops = {
         .query_range = history_query_range,
         .list_series = history_list_series,
         .get_stats = history_get_stats,
+        .query_events = history_query_events,
 };

@@ -12,6 +12,7 @@
  *   store-retention.c  age limits per tier and the size cap
  *   query.c            range queries and the series list
  *   store-cursor.c     stored samples in order for forwarders, their saved positions
+ *   store-events.c     health events: queued, written with the ticks, read back
  *
  * Every function here runs on the tick loop's thread and its connection
  * (s->db), except where query.c and store-check.c say otherwise. */
@@ -107,6 +108,10 @@ struct store {
         pthread_mutex_t positions_lock;
         struct store_position *positions;
         size_t n_positions;
+
+        /* Health events not written yet (store-events.c), the tick loop's. */
+        struct health_event *events;
+        size_t n_events;
 
         /* The scheduled check (store-check.c); check_db is the connection
          * it reads with, NULL between checks. */
@@ -327,6 +332,12 @@ int store_enforce_retention(struct store *s, int64_t now_ms);
 /* Writes the positions saved since the last call, in a transaction of
  * their own, into the positions table (created then). */
 int store_flush_positions(struct store *s);
+
+/* ---- store-events.c ---- */
+
+/* Writes the queued health events in a transaction of their own (the
+ * events table is created then) and deletes those past its bounds. */
+int store_flush_events(struct store *s);
 
 /* ---- the recent table's rows ---- */
 

@@ -160,8 +160,10 @@ void store_close(struct store *s) {
                 sql_exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK");
                 sql_exec(s->db, "PRAGMA incremental_vacuum");
         }
-        if (s->db)
+        if (s->db) {
                 store_flush_positions(s);
+                store_flush_events(s);
+        }
         store_db_disconnect(s);
         store_unlock(s);
         free(s->cache.ids);
@@ -170,6 +172,7 @@ void store_close(struct store *s) {
         pthread_mutex_destroy(&s->stats_lock);
         pthread_mutex_destroy(&s->positions_lock);
         free(s->positions);
+        free(s->events);
         free(s->path);
         tickbuf_free(&s->buf);
         free(s);
@@ -253,8 +256,10 @@ int store_append(struct store *s, int64_t timestamp_ms, const double *values, co
                 r = store_sync_ticks(s);
         /* Forwarders' positions follow the ticks they were read from; one
          * that cannot be written now stays pending for the next tick. */
-        if (r == 0)
+        if (r == 0) {
                 store_flush_positions(s);
+                store_flush_events(s);
+        }
         if (r == -EUCLEAN && s->db)
                 store_note_damage(s, store_generation(s));
         pthread_mutex_lock(&s->stats_lock);

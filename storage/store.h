@@ -149,6 +149,17 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
 int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
                       struct series_desc **ret, size_t *ret_n);
 
+/* Health events (lib/health.h), from the tick loop's thread: queued (at
+ * most STORE_EVENTS_QUEUED; the oldest go first) and written with the next
+ * tick stored, into the events table. The table keeps the raw tier's
+ * retention and at most STORE_EVENTS_MAX rows, the newest. */
+#define STORE_EVENTS_QUEUED 4096
+#define STORE_EVENTS_MAX 100000
+void store_add_events(struct store *s, const struct health_event *events, size_t n);
+
+/* The stored events as lib/history.h's query_events reads them. */
+int store_query_events(struct store *s, const struct history_events_query *q, struct health_event **ret, size_t *ret_n);
+
 /* The store behind lib/history.h's interface; impl is a struct store. */
 extern const struct history_ops store_history_ops;
 

@@ -13,6 +13,7 @@
 #include "web/accept.h"
 #include "web/api.h"
 #include "web/http.h"
+#include "web/params.h"
 #include "web/queue.h"
 #include "web/stream.h"
 
@@ -200,8 +201,73 @@ static void json_device_cores(struct buf *b, const struct series_set *set, const
         buf_puts(b, "]");
 }
 
-/* Device d of set's backend. */
-static void json_device(struct buf *b, const struct series_set *set, const struct device_info *d) {
+/* A number, or null for NaN and the infinities JSON has no word for. */
+static void json_number(struct buf *b, double v) {
+        if (isfinite(v))
+                buf_double(b, v);
+        else
+                buf_puts(b, "null");
+}
+
+static void json_finding(struct buf *b, const struct health_finding *f) {
+        char text[HEALTH_REASON_MAX];
+        health_finding_text(f, text, sizeof(text));
+        buf_puts(b, "{\"kind\":");
+        json_string(b, health_rules[f->rule].kind);
+        buf_printf(b, ",\"state\":\"%s\",\"reason\":", health_state_names[f->state]);
+        json_string(b, text);
+        if (f->core >= 0)
+                buf_printf(b, ",\"core\":%d", f->core);
+        else
+                buf_puts(b, ",\"core\":null");
+        buf_puts(b, ",\"value\":");
+        json_number(b, f->value);
+        buf_puts(b, ",\"since\":");
+        json_time(b, f->since_ms);
+        buf_puts(b, "}");
+}
+
+static const struct health_device *health_of(const struct health_result *h, unsigned index) {
+        for (size_t k = 0; h && k < h->n_devices; k++)
+                if (h->devices[k].index == index)
+                        return &h->devices[k];
+        return NULL;
+}
+
+/* A device's health as of the tick: its state, since when, the findings
+ * (the rules that tripped, and those it could not evaluate), the action of
+ * the worst, and its cores' states. Before the first result: unknown. */
+static void json_device_health(struct buf *b, const struct health_result *h, const struct device_info *d) {
+        const struct health_device *hd = health_of(h, d->index);
+        buf_printf(b, ",\"health\":{\"state\":\"%s\",\"since\":", health_state_names[hd ? hd->state : HEALTH_UNKNOWN]);
+        if (hd)
+                json_time(b, hd->since_ms);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"reasons\":[");
+        for (size_t k = 0; hd && k < hd->count; k++) {
+                buf_puts(b, k ? "," : "");
+                json_finding(b, &h->findings[hd->first + k]);
+        }
+        buf_puts(b, "],\"action\":");
+        if (hd && hd->action)
+                json_string(b, hd->action);
+        else
+                buf_puts(b, "null");
+        buf_puts(b, ",\"neuroncores\":[");
+        for (unsigned k = 0; h && k < d->core_count && d->first_core + k < h->n_cores; k++) {
+                const struct health_core *c = &h->cores[d->first_core + k];
+                buf_printf(b, "%s{\"neuroncore\":%u,\"state\":\"%s\",\"since\":", k ? "," : "", d->first_core + k,
+                           health_state_names[c->state]);
+                json_time(b, c->since_ms);
+                buf_puts(b, "}");
+        }
+        buf_puts(b, "]}");
+}
+
+/* Device d of snap's backend, with its health as of that tick. */
+static void json_device(struct buf *b, const struct snapshot *snap, const struct device_info *d) {
+        const struct series_set *set = snap->set;
         buf_printf(b, "{\"index\":%u,\"name\":", d->index);
         json_string(b, d->name);
         buf_puts(b, ",\"arch\":");
@@ -228,6 +294,7 @@ static void json_device(struct buf *b, const struct series_set *set, const struc
         json_string(b, d->serial);
         json_device_metrics(b, set, d->index);
         json_device_cores(b, set, d);
+        json_device_health(b, snap->health, d);
         buf_puts(b, "}");
 }
 
@@ -302,7 +369,7 @@ void api_devices(const struct web_context *ctx, const struct web_request *req, s
         for (unsigned i = 0; i < inv->n_devices; i++) {
                 if (i)
                         buf_puts(b, ",");
-                json_device(b, snap->set, &inv->devices[i]);
+                json_device(b, snap, &inv->devices[i]);
         }
         buf_puts(b, "]}}\n");
         snapshot_unref(snap);
@@ -339,7 +406,7 @@ void api_device(const struct web_context *ctx, const struct web_request *req, st
         struct pod_map *pods = pod_slot_get(ctx->pods);
         reply_json_success(b, snap);
         buf_puts(b, "{\"device\":");
-        json_device(b, snap->set, dev);
+        json_device(b, snap, dev);
         buf_puts(b, ",\"timestamp\":");
         json_time(b, snap->timestamp_ms);
         buf_puts(b, ",\"values\":[");
@@ -844,6 +911,191 @@ void api_runtimes(const struct web_context *ctx, const struct web_request *req, 
         }
         buf_puts(b, "]}}\n");
         snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+static void json_event(struct buf *b, const struct health_event *ev) {
+        buf_puts(b, "{\"time\":");
+        json_time(b, ev->timestamp_ms);
+        if (ev->device >= 0)
+                buf_printf(b, ",\"device\":%d", ev->device);
+        else
+                buf_puts(b, ",\"device\":null");
+        if (ev->core >= 0)
+                buf_printf(b, ",\"core\":%d", ev->core);
+        else
+                buf_puts(b, ",\"core\":null");
+        buf_printf(b, ",\"kind\":\"%s\",\"phase\":\"%s\",\"severity\":\"%s\",\"state\":\"%s\",\"reason\":",
+                   health_kind_name(ev->kind), health_phase_names[ev->phase], health_severity_names[ev->severity],
+                   health_state_names[ev->state]);
+        json_string(b, ev->reason);
+        buf_puts(b, ",\"value\":");
+        json_number(b, ev->value);
+        buf_puts(b, "}");
+}
+
+/* The host at a glance: the worst device state, how many devices are in
+ * each, those not healthy with their reasons, and the last events. */
+void api_health(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        struct buf *b = &reply->body;
+
+        if (reject_params(req, reply))
+                return;
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        const struct health_result *h = snap ? snap->health : NULL;
+        size_t counts[HEALTH__COUNT] = { 0 };
+        for (size_t k = 0; h && k < h->n_devices; k++)
+                counts[h->devices[k].state]++;
+        /* Before the first result every device is unknown. */
+        if (!h)
+                counts[HEALTH_UNKNOWN] = ctx->inv->n_devices;
+        reply_json_success(b, snap);
+        buf_puts(b, "{\"timestamp\":");
+        if (h)
+                json_time(b, h->timestamp_ms);
+        else
+                buf_puts(b, "null");
+        buf_printf(b, ",\"state\":\"%s\",\"devices\":%u,\"counts\":{",
+                   health_state_names[h ? health_worst(h) : HEALTH_UNKNOWN], ctx->inv->n_devices);
+        for (int st = 0; st < HEALTH__COUNT; st++)
+                buf_printf(b, "%s\"%s\":%zu", st ? "," : "", health_state_names[st], counts[st]);
+        buf_puts(b, "},\"not_healthy\":[");
+        for (size_t k = 0, n = 0; h && k < h->n_devices; k++) {
+                const struct health_device *d = &h->devices[k];
+                if (d->state == HEALTH_HEALTHY)
+                        continue;
+                buf_printf(b, "%s{\"device\":%u,\"state\":\"%s\",\"since\":", n++ ? "," : "", d->index,
+                           health_state_names[d->state]);
+                json_time(b, d->since_ms);
+                buf_puts(b, ",\"action\":");
+                if (d->action)
+                        json_string(b, d->action);
+                else
+                        buf_puts(b, "null");
+                buf_puts(b, ",\"reasons\":[");
+                for (size_t j = 0; j < d->count; j++) {
+                        buf_puts(b, j ? "," : "");
+                        json_finding(b, &h->findings[d->first + j]);
+                }
+                buf_puts(b, "]}");
+        }
+        buf_puts(b, "],\"events\":[");
+        /* Newest first: what happened last is what a reader wants first. */
+        for (size_t k = 0; h && k < h->n_recent; k++) {
+                buf_puts(b, k ? "," : "");
+                json_event(b, &h->recent[h->n_recent - 1 - k]);
+        }
+        buf_puts(b, "]}}\n");
+        snapshot_unref(snap);
+        reply->status = 200;
+        reply->content_type = JSON_TYPE;
+}
+
+#define EVENTS_LIMIT_DEFAULT 1000
+#define EVENTS_LIMIT_MAX 10000
+
+/* Stored health events in a time range, filtered by device, kind and
+ * severity. Times are relative to the latest tick's stamp ("-1h"), the
+ * daemon's clock, which the model's speed and driven ticks move. */
+void api_events(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply) {
+        struct history_events_query q = { .device = -1, .kind = -1, .severity = -1, .limit = EVENTS_LIMIT_DEFAULT };
+        struct snapshot *snap = snapshot_slot_get(ctx->latest);
+        int64_t now = snap ? snap->timestamp_ms : clock_wall_ms();
+        bool have_start = false, have_end = false;
+        int r = 0;
+
+        for (size_t i = 0; i < req->n_params && r == 0; i++) {
+                const char *key = req->params[i].key, *value = req->params[i].value;
+                uint64_t v;
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(key, req->params[j].key) == 0) {
+                                reply_error(reply, 400, "bad_data", "parameter '%.64s' given more than once", key);
+                                r = -EINVAL;
+                        }
+                if (r < 0)
+                        break;
+                if (strcmp(key, "start") == 0 || strcmp(key, "end") == 0) {
+                        bool start = key[0] == 's';
+                        if (params_parse_time_at(value, now, start ? &q.start_ms : &q.end_ms) < 0) {
+                                reply_error(reply, 400, "bad_data",
+                                            "parameter '%s': '%.64s' is not Unix seconds, RFC 3339, now or a time "
+                                            "before it such as -1h",
+                                            key, value);
+                                r = -EINVAL;
+                        }
+                        *(start ? &have_start : &have_end) = true;
+                } else if (strcmp(key, "device") == 0) {
+                        if (parse_uint_range(value, 0, 99999, &v) < 0) {
+                                reply_error(reply, 400, "bad_data", "parameter 'device': '%.64s' is not a device index",
+                                            value);
+                                r = -EINVAL;
+                        }
+                        q.device = (int) v;
+                } else if (strcmp(key, "kind") == 0) {
+                        q.kind = health_kind_lookup(value);
+                        if (q.kind < 0) {
+                                reply_error(reply, 400, "bad_data",
+                                            "parameter 'kind': '%.64s' is not a rule's kind nor 'state'", value);
+                                r = -EINVAL;
+                        }
+                } else if (strcmp(key, "severity") == 0) {
+                        q.severity = health_severity_lookup(value);
+                        if (q.severity < 0) {
+                                reply_error(reply, 400, "bad_data",
+                                            "parameter 'severity': '%.64s' is not info, warning or critical", value);
+                                r = -EINVAL;
+                        }
+                } else if (strcmp(key, "limit") == 0) {
+                        if (parse_uint_range(value, 1, EVENTS_LIMIT_MAX, &v) < 0) {
+                                reply_error(reply, 400, "bad_data", "parameter 'limit': '%.64s' is not 1 to %d", value,
+                                            EVENTS_LIMIT_MAX);
+                                r = -EINVAL;
+                        }
+                        q.limit = (size_t) v;
+                } else {
+                        reply_error(reply, 400, "bad_data", "parameter '%.64s': not a parameter of this endpoint", key);
+                        r = -EINVAL;
+                }
+        }
+        if (r == 0) {
+                if (!have_end)
+                        q.end_ms = now;
+                if (!have_start)
+                        q.start_ms = q.end_ms - 3600 * 1000;
+                if (q.start_ms > q.end_ms) {
+                        reply_error(reply, 400, "bad_data", "parameter 'start': after end");
+                        r = -EINVAL;
+                }
+        }
+        struct health_event *events = NULL;
+        size_t n = 0;
+        if (r == 0 && !ctx->history.ops->query_events) {
+                reply_error(reply, 503, "unavailable", "this store keeps no events");
+                r = -ENOTSUP;
+        }
+        if (r == 0) {
+                r = ctx->history.ops->query_events(ctx->history.impl, &q, &events, &n);
+                answer_store_error(reply, r);
+        }
+        if (r < 0) {
+                snapshot_unref(snap);
+                return;
+        }
+        struct buf *b = &reply->body;
+        reply_json_success(b, snap);
+        snapshot_unref(snap);
+        buf_puts(b, "{\"start\":");
+        json_time(b, q.start_ms);
+        buf_puts(b, ",\"end\":");
+        json_time(b, q.end_ms);
+        buf_puts(b, ",\"events\":[");
+        for (size_t i = 0; i < n; i++) {
+                buf_puts(b, i ? "," : "");
+                json_event(b, &events[i]);
+        }
+        buf_puts(b, "]}}\n");
+        free(events);
         reply->status = 200;
         reply->content_type = JSON_TYPE;
 }

@@ -36,5 +36,12 @@ void api_pods(const struct web_context *ctx, const struct web_request *req, stru
 void api_status(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* /api/v1/runtimes: the Neuron runtimes and the cores each holds. */
 void api_runtimes(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/health: the worst device state, counts per state, the devices
+ * not healthy with their reasons and actions, the last events. */
+void api_health(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
+/* /api/v1/events: stored health events, by start, end (Unix seconds, RFC
+ * 3339, now or -<duration>), device, kind, severity and limit. Runs on a
+ * query worker thread. */
+void api_events(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);
 /* Any other path under /api: 404. */
 void api_not_found(const struct web_context *ctx, const struct web_request *req, struct web_reply *reply);

@@ -486,6 +486,17 @@ static void render_self(const struct snapshot *snap, const struct expo_self *sel
         family_header(out, format, "neurond_tick_overruns_total",
                       "Poll intervals skipped because a tick took longer than the interval.", "counter", NULL);
         buf_printf(out, "neurond_tick_overruns_total %llu\n", (unsigned long long) snap->overruns);
+        if (!snap->health)
+                return;
+        family_header(out, format, "neurond_health_events_total",
+                      "Health events since neurond started, by kind (a rule, or state for a device's change of "
+                      "state) and severity (docs/health.md).",
+                      "counter", NULL);
+        for (unsigned k = 0; k < HEALTH_KINDS; k++)
+                for (int sev = 0; sev < HEALTH_SEVERITY__COUNT; sev++)
+                        buf_printf(out, "neurond_health_events_total{kind=\"%s\",severity=\"%s\"} %llu\n",
+                                   health_kind_name(k), health_severity_names[sev],
+                                   (unsigned long long) snap->health->events_total[k][sev]);
 }
 
 /* The container holding series i's core or device in pods, or NULL. */

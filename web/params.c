@@ -84,6 +84,22 @@ int params_parse_time(const char *text, int64_t *ret_ms) {
         return 0;
 }
 
+int params_parse_time_at(const char *text, int64_t now_ms, int64_t *ret_ms) {
+        int64_t ago;
+        if (strcmp(text, "now") == 0) {
+                *ret_ms = now_ms;
+                return 0;
+        }
+        /* "-1h": a duration, never seconds, so that "-5" is no typo for a time. */
+        if (text[0] == '-') {
+                if (parse_duration_ms(text + 1, &ago) < 0 || ago <= 0 || ago > TIME_MAX_MS)
+                        return -EINVAL;
+                *ret_ms = now_ms - ago;
+                return 0;
+        }
+        return params_parse_time(text, ret_ms);
+}
+
 int params_parse_step(const char *text, int64_t *ret_ms) {
         int64_t ms;
         if (parse_duration_ms(text, &ms) < 0 && parse_seconds_ms(text, &ms) < 0)

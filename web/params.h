@@ -21,6 +21,10 @@ struct param {
  * RFC 3339 ("2026-11-21T05:00:00Z", "...T05:00:00.5+01:00"). */
 int params_parse_time(const char *text, int64_t *ret_ms);
 
+/* params_parse_time(), or "now" (now_ms), or a duration before it
+ * ("-1h", "-90s", "-15m"). */
+int params_parse_time_at(const char *text, int64_t now_ms, int64_t *ret_ms);
+
 /* Parses a step as a duration ("15s", "1m") or seconds ("15", "0.5"). */
 int params_parse_step(const char *text, int64_t *ret_ms);
 

@@ -26,6 +26,8 @@ const struct route routes_table[] = {
         { "/api/v1/series",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_series,      QUEUED(NULL) },
         { "/api/v1/pods",         ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_pods,        AT_ONCE },
         { "/api/v1/status",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_status,      AT_ONCE },
+        { "/api/v1/health",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_health,      AT_ONCE },
+        { "/api/v1/events",       ROUTE_EXACT,   ROUTE_READ, ROUTE_AUTH_NORMAL,  ROUTE_PARAMS_READ,    api_events,      QUEUED(NULL) },
         { "/api/v1/admin/faults", ROUTE_EXACT,   ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_DELETE,
                                                              ROUTE_AUTH_ADMIN,   ROUTE_PARAMS_READ,    admin_faults,    AT_ONCE },
         { "/api/v1/admin/ticks",  ROUTE_EXACT,   ROUTE_GET | ROUTE_HEAD | ROUTE_POST,

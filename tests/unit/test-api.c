@@ -136,12 +136,81 @@ static void devices__inventory__every_device_with_its_metric_families(void **sta
                "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\",\"neuron_device_dma_bytes_total\"],",
                /* Who uses which core: the runtime "serve" holds cores 0 and 1. */
                "\"neuroncores\":[{\"neuroncore\":0,\"physical_neuroncores\":[0],\"runtime_tag\":\"serve\",\"pid\":4242},"
-               "{\"neuroncore\":1,\"physical_neuroncores\":[1],\"runtime_tag\":\"serve\",\"pid\":4242}]}",
+               "{\"neuroncore\":1,\"physical_neuroncores\":[1],\"runtime_tag\":\"serve\",\"pid\":4242}],",
+               /* No result yet: unknown, never healthy. */
+               "\"health\":{\"state\":\"unknown\",\"since\":null,\"reasons\":[],\"action\":null,\"neuroncores\":[]}}",
                "{\"index\":1,",
                "\"first_core\":2,\"memory_total_bytes\":null,\"peers\":[0],\"serial_number\":\"\","
                "\"metrics\":[\"neuroncore_utilization_ratio\",\"neuron_device_up\"],",
                "{\"neuroncore\":2,\"physical_neuroncores\":[2],\"runtime_tag\":null,\"pid\":null}", NULL);
         expect(f, "/api/v1/devices?x=1", 400, "parameter 'x': this endpoint takes no parameters", NULL);
+}
+
+/* Publishes a tick whose result finds device 1 gone. */
+static void publish_health(struct web_fixture *f) {
+        struct snapshot *old = snapshot_slot_get(&f->latest);
+        struct snapshot *snap = snapshot_new(old->n);
+        assert_non_null(snap);
+        memcpy(snap->values, old->values, old->n * sizeof(double));
+        memcpy(snap->valid, old->valid, old->n);
+        snap->set = series_set_ref(old->set);
+        snap->tick = 2;
+        snap->timestamp_ms = FIXTURE_TICK_MS + 1000;
+        snapshot_unref(old);
+        snap->values[1] = 0; /* device 1's up */
+        struct snapshot *prev = snapshot_slot_get(&f->latest);
+        struct health_result *first = health_evaluate(f->inv.devices, f->inv.n_devices, NULL, prev, NULL);
+        snap->health = health_evaluate(f->inv.devices, f->inv.n_devices, prev, snap, first);
+        assert_non_null(snap->health);
+        health_result_unref(first);
+        snapshot_unref(prev);
+        snapshot_slot_publish(&f->latest, snap);
+}
+
+static void health__host__worst_state_counts_and_reasons(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/health", 200,
+               "\"state\":\"unknown\",\"devices\":2,\"counts\":{\"healthy\":0,\"unknown\":2,\"degraded\":0,"
+               "\"unhealthy\":0},\"not_healthy\":[],\"events\":[]",
+               NULL);
+        publish_health(f);
+        expect(f, "/api/v1/health", 200, "{\"status\":\"success\",\"tick\":2,", "\"state\":\"unhealthy\"",
+               "{\"device\":1,\"state\":\"unhealthy\",",
+               "{\"kind\":\"device_down\",\"state\":\"unhealthy\",\"reason\":\"device unreadable or gone\","
+               "\"core\":null,\"value\":0,",
+               "\"kind\":\"state\",\"phase\":\"change\",\"severity\":\"critical\",\"state\":\"unhealthy\"", NULL);
+        expect(f, "/api/v1/devices/1", 200, "\"health\":{\"state\":\"unhealthy\",", "\"action\":\"reset: ", NULL);
+        expect(f, "/api/v1/health?x=1", 400, "this endpoint takes no parameters", NULL);
+}
+
+static void events__parameters__passed_to_the_store(void **state) {
+        struct web_fixture *f = *state;
+
+        expect(f, "/api/v1/events?start=-1h&device=4&kind=link_down&severity=warning&limit=5", 200,
+               "{\"status\":\"success\",\"tick\":1,\"data\":{\"start\":", "\"events\":[{\"time\":",
+               "\"device\":4,\"core\":null,\"kind\":\"link_down\",\"phase\":\"begin\","
+               "\"severity\":\"warning\",\"state\":\"degraded\",\"reason\":\"link (peer 5)\",\"value\":0}]}}",
+               NULL);
+        const struct history_events_query *q = &f->history.last_events;
+        assert_int_equal(q->end_ms, FIXTURE_TICK_MS);
+        assert_int_equal(q->start_ms, FIXTURE_TICK_MS - 3600 * 1000);
+        assert_int_equal(q->device, 4);
+        assert_int_equal(q->kind, HEALTH_RULE_LINK_DOWN);
+        assert_int_equal(q->severity, HEALTH_WARNING);
+        assert_int_equal(q->limit, 5);
+        expect(f, "/api/v1/events?start=2027-01-01T00:00:00Z&end=1798761600.5", 200, NULL);
+        assert_int_equal(f->history.last_events.start_ms, 1798761600000LL);
+        assert_int_equal(f->history.last_events.end_ms, 1798761600500LL);
+        expect(f, "/api/v1/events?kind=nope", 400, "parameter 'kind'", NULL);
+        expect(f, "/api/v1/events?severity=bad", 400, "parameter 'severity'", NULL);
+        expect(f, "/api/v1/events?start=-5", 400, "parameter 'start'", NULL);
+        expect(f, "/api/v1/events?start=now&end=-1h", 400, "after end", NULL);
+        expect(f, "/api/v1/events?device=1&device=2", 400, "given more than once", NULL);
+        expect(f, "/api/v1/events?limit=0", 400, "parameter 'limit'", NULL);
+        expect(f, "/api/v1/events?x=1", 400, "parameter 'x'", NULL);
+        f->history.error = -EAGAIN;
+        expect(f, "/api/v1/events", 503, "storage is unavailable", NULL);
 }
 
 static void device__index__that_device_and_its_valid_values(void **state) {
@@ -470,6 +539,8 @@ int main(void) {
                 SERVED(healthz__store_degraded__200_naming_the_cause),
                 SERVED(devices__inventory__every_device_with_its_metric_families),
                 SERVED(device__index__that_device_and_its_valid_values),
+                SERVED(health__host__worst_state_counts_and_reasons),
+                SERVED(events__parameters__passed_to_the_store),
                 SERVED(device__bad_index__400_or_404),
                 SERVED(latest__filters__matching_valid_series),
                 SERVED(latest__bad_parameters__400_naming_them),

@@ -133,7 +133,7 @@ static void doc_problems__missing_and_stray_sections__counted(void **state) {
                 "## `/metrics`\n## `/healthz`\n## `/api/v1/devices`\n"
                 "## `/api/v1/devices/{index}`\n## `/api/v1/runtimes`\n## `/api/v1/latest`\n"
                 "## `/api/v1/query_range`\n## `/api/v1/pods`\n"
-                "## `/api/v1/status`\n## `/api/v1/admin/faults`\n## `/api/v1/admin/ticks`\n## `/api/...`\n"
+                "## `/api/v1/status`\n## `/api/v1/health`\n## `/api/v1/events`\n## `/api/v1/admin/faults`\n## `/api/v1/admin/ticks`\n## `/api/...`\n"
                 "## `/`\n"
                 "## `/api/v1/query`\n## Parameter validation\n";
         assert_int_equal(doc_problems(doc), 2);

@@ -71,10 +71,35 @@ static void fake_get_stats(void *impl, struct history_stats *ret) {
         *ret = h->stats;
 }
 
+/* One link_down event on device 4 at the query's end. */
+static int fake_query_events(void *impl, const struct history_events_query *q, struct health_event **ret,
+                             size_t *ret_n) {
+        struct fake_history *h = impl;
+
+        h->last_events = *q;
+        if (h->error < 0)
+                return h->error;
+        struct health_event *ev = calloc(1, sizeof(*ev));
+        assert_non_null(ev);
+        *ev = (struct health_event){ .timestamp_ms = q->end_ms,
+                                     .device = 4,
+                                     .core = -1,
+                                     .kind = HEALTH_RULE_LINK_DOWN,
+                                     .phase = HEALTH_BEGIN,
+                                     .severity = HEALTH_WARNING,
+                                     .state = HEALTH_DEGRADED,
+                                     .reason = "link (peer 5)",
+                                     .value = 0 };
+        *ret = ev;
+        *ret_n = 1;
+        return 0;
+}
+
 static const struct history_ops fake_history_ops = {
         .query_range = fake_query_range,
         .list_series = fake_list_series,
         .get_stats = fake_get_stats,
+        .query_events = fake_query_events,
 };
 
 static int fake_inject(void *impl, const char *spec, char *canonical, size_t canonical_size, char *err, size_t errlen) {

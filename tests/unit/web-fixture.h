@@ -36,6 +36,7 @@ struct fake_history {
         size_t last_n_matchers;
         struct history_matcher last_matchers[HISTORY_MATCHERS_MAX];
         struct history_stats stats;
+        struct history_events_query last_events; /* the latest query_events' */
 };
 
 /* Fault ops that keep the last spec injected. */
