@@ -160,8 +160,9 @@
       const wasDown = S.state === 'unreachable';
       if (!S.inv || wasDown) await loadInventory();
       const wantCats = S.tickNo % 10 === 0;   // thousands of series on big instances
-      const [st, pods, util, cmem, dmem, up, dma, tx, rx, cat, rts, rmem, rexec, rlat] = await Promise.all([
+      const [st, health, pods, util, cmem, dmem, up, dma, tx, rx, cat, rts, rmem, rexec, rlat] = await Promise.all([
         api('api/v1/status'),
+        api('api/v1/health'),
         api('api/v1/pods'),
         latest('metric=neuroncore_utilization_ratio'),
         latest('metric=neuroncore_memory_used_bytes'),
@@ -178,6 +179,7 @@
       ]);
       S.fetchedAt = Date.now() / 1000;
       S.status = st;
+      S.health = health;
       S.interval = Math.max(0.1, st.interval_seconds || 1);
       if (st.instance_type !== S.inv.instance_type) {
         await loadInventory();
@@ -463,12 +465,20 @@
     tile('dma', fmtRate(dmaTotal), 'all directions');
     const [lt, ln] = sum(S.linkTx);
     tile('link', ln ? fmtRate(lt) : (nd > 1 ? '–' : 'none'), ln ? 'transmit' : '');
+    // The devices' health as the daemon's rules judge it (docs/health.md):
+    // the worst state and how many devices are not healthy; stale data or
+    // a collector that is down says so first.
     const cols = (S.status && S.status.collectors) || [];
     const down = cols.filter((c) => !c.up).length;
-    const age = S.status && S.status.last_tick ? (S.serverNow || Date.now() / 1000) - S.status.last_tick : NaN;
     const stale = S.state === 'stale';
-    tile('health', down ? `${down} of ${cols.length} down` : stale ? 'stale' : 'ok',
-      `data ${fmtAge(age)} old`, 0, down ? 'bad' : stale ? 'warn' : '');
+    const h = S.health || { state: 'unknown', devices: nd, counts: {}, not_healthy: [] };
+    const sick = h.not_healthy || [];
+    const main = down ? `${down} of ${cols.length} down` : stale ? 'stale' : h.state;
+    const sub = sick.length ? `${fmtInt(sick.length)} of ${fmtInt(h.devices)} not healthy` : `all ${fmtInt(h.devices)} healthy`;
+    const cls = down || h.state === 'unhealthy' ? 'bad' : stale || h.state !== 'healthy' ? 'warn' : '';
+    tile('health', main, sub, 0, cls);
+    // Each device that is not healthy, its state and first reason, on hover.
+    tiles.health.box.title = sick.map((d) => `device ${d.device}: ${d.state}${d.reasons.length ? ' (' + d.reasons[0].reason + ')' : ''}`).join('\n');
     $('tiles').dataset.ts = String(S.ts);
   }
   const isHeld = (i) => !(S.util[i] >= IDLE_UTIL) && Number.isFinite(S.util[i]) && S.coreMem[i] > HELD_BYTES;
