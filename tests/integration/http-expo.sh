@@ -120,7 +120,10 @@ content_type /metrics -H "Accept: $PROM_ACCEPT" >/dev/null
 cp "$TEST_TMP/body" "$TEST_TMP/down-om"
 for f in down-text down-om; do
   grep -q '^neuron_device_up{neuron_device="3"} 0$' "$TEST_TMP/$f" || fail "$f: device 3 is not down"
-  n=$(grep -v '^neuron_device_up{' "$TEST_TMP/$f" | grep -c 'neuron_device="3"' || true)
+  grep -q '^neuron_device_health{neuron_device="3",state="unhealthy"} 1$' "$TEST_TMP/$f" ||
+    fail "$f: device 3 is not unhealthy"
+  # Its up (0) and its health state (unhealthy) stay: they say it is gone.
+  n=$(grep -Ev '^neuron_device_(up|health)\{' "$TEST_TMP/$f" | grep -c 'neuron_device="3"' || true)
   [ "$n" -eq 0 ] || fail "$f: $n series of the down device are still there"
   ! grep -qE ' (NaN|[+-]Inf)$' "$TEST_TMP/$f" || fail "$f: a NaN or Inf value leaked"
   grep -q '^neuroncore_utilization_ratio{neuron_device="2",' "$TEST_TMP/$f" || fail "$f: other devices vanished"
