@@ -120,7 +120,12 @@ struct eval {
         double dt;       /* seconds since prev */
         long *pos_of;    /* [max index + 1] a device index's position in devices, or -1 */
         size_t n_pos;
-        bool *down; /* [n_devices] */
+        bool *down;     /* [n_devices] */
+        long *dev_of;   /* [n] each series' device position, or -1: its labels parsed once */
+        long *core_of;  /* [n] each series' neuroncore label, or -1 */
+        size_t n_cores; /* host-wide logical cores of the devices */
+        long *core_dev; /* [n_cores] each core's device position, or -1 */
+        bool *held;     /* [n_devices] a runtime holds one of its cores */
         struct health_finding *found;
         size_t n_found, cap_found;
         bool failed;
@@ -138,11 +143,15 @@ static long label_number(const struct series_desc *d, const char *name) {
 }
 
 /* The position in devices of the device the series belongs to, or -1. */
-static long device_of(const struct eval *e, const struct series_desc *d) {
+static long parse_device(const struct eval *e, const struct series_desc *d) {
         long index = label_number(d, "neuron_device");
         if (index < 0)
                 index = label_number(d, "neuron_device_index");
         return index >= 0 && (size_t) index < e->n_pos ? e->pos_of[index] : -1;
+}
+
+static long device_of(const struct eval *e, const struct series_desc *d) {
+        return e->dev_of[d - e->snap->set->series];
 }
 
 static bool now_value(const struct eval *e, size_t i, double *v) {
@@ -306,22 +315,6 @@ static const struct runtime_info *runtime_of(const struct eval *e, const char *t
         return NULL;
 }
 
-static bool runtime_on_device(const struct runtime_info *rt, const struct device_info *d) {
-        for (unsigned k = 0; k < rt->n_cores; k++)
-                if (rt->cores[k] >= d->first_core && rt->cores[k] < d->first_core + d->core_count)
-                        return true;
-        return false;
-}
-
-/* Whether a runtime holds a core of the device. */
-static bool device_held(const struct eval *e, const struct device_info *d) {
-        const struct series_set *set = e->snap->set;
-        for (size_t r = 0; r < set->n_runtimes; r++)
-                if (runtime_on_device(&set->runtimes[r], d))
-                        return true;
-        return false;
-}
-
 /* INCREASE and RATE: per device, the counters' rise summed; per core
  * where the series name one (per_core rules); a runtime's series count
  * on every device whose cores it holds. */
@@ -360,7 +353,7 @@ static void eval_counters(struct eval *e, enum health_rule_id id) {
                 double rise = 0;
                 bool known = rate_known && increase(e, i, &rise);
                 long pos = device_of(e, d);
-                long core = label_number(d, "neuroncore");
+                long core = e->core_of[i];
                 const char *what = r->filter_label ? label(d, r->filter_label) : "";
                 if (pos >= 0 && r->per_core && core >= 0) {
                         /* A core's own counters: a finding of its own. */
@@ -384,13 +377,18 @@ static void eval_counters(struct eval *e, enum health_rule_id id) {
                         dev[pos].any = true;
                         continue;
                 }
-                /* A runtime's counters: every device it holds cores of. */
+                /* A runtime's counters: every device it holds cores of
+                 * (its cores are ascending, a device's are neighbours). */
                 const struct runtime_info *rt = runtime_of(e, label(d, "runtime_tag"));
-                for (size_t k = 0; rt && k < e->n_devices; k++) {
-                        if (!runtime_on_device(rt, &e->devices[k]))
-                                continue;
-                        char detail[HEALTH_DETAIL_MAX];
+                char detail[HEALTH_DETAIL_MAX];
+                long last = -1;
+                if (rt)
                         snprintf(detail, sizeof(detail), "runtime %.40s", rt->tag);
+                for (unsigned c = 0; rt && c < rt->n_cores; c++) {
+                        long k = rt->cores[c] < e->n_cores ? e->core_dev[rt->cores[c]] : -1;
+                        if (k < 0 || k == last)
+                                continue;
+                        last = k;
                         dev[k].any = true;
                         if (!known)
                                 dev[k].missing = true;
@@ -405,7 +403,7 @@ static void eval_counters(struct eval *e, enum health_rule_id id) {
                 /* Execution counters apply where something runs: a device
                  * no runtime holds and without counters of its own has
                  * nothing to fail. */
-                if (!dev[k].any && r->per_core && !device_held(e, &e->devices[k]))
+                if (!dev[k].any && r->per_core && !e->held[k])
                         continue;
                 if (!dev[k].any)
                         unknown(e, id, k, "no figures");
@@ -564,30 +562,24 @@ struct core_read {
 
 static void eval_stuck(struct eval *e, enum health_rule_id id) {
         const struct health_rule *r = &health_rules[id];
-        struct core_read *cores = NULL;
-        size_t n_cores = 0;
+        /* Indexed by the core's number: every core of the devices has a place. */
+        size_t n_cores = e->n_cores;
+        struct core_read *cores = calloc(n_cores ? n_cores : 1, sizeof(*cores));
+        if (!cores) {
+                e->failed = true;
+                return;
+        }
+        for (size_t k = 0; k < n_cores; k++)
+                cores[k] = (struct core_read){ .dev = -1, .core = (long) k, .tag = "" };
         for (size_t i = 0; i < e->n; i++) {
                 const struct series_desc *d = &e->snap->set->series[i];
                 if (d->metric != METRIC_CORE_UTILIZATION && d->metric != METRIC_CORE_MEMORY_USED)
                         continue;
-                long pos = device_of(e, d), core = label_number(d, "neuroncore");
-                if (pos < 0 || core < 0)
+                long pos = device_of(e, d), core = e->core_of[i];
+                if (pos < 0 || core < 0 || (size_t) core >= n_cores)
                         continue;
-                struct core_read *c = NULL;
-                for (size_t k = n_cores; k-- > 0 && !c;)
-                        if (cores[k].core == core)
-                                c = &cores[k];
-                if (!c) {
-                        struct core_read *grown = realloc(cores, (n_cores + 1) * sizeof(*grown));
-                        if (!grown) {
-                                e->failed = true;
-                                free(cores);
-                                return;
-                        }
-                        cores = grown;
-                        c = &cores[n_cores++];
-                        *c = (struct core_read){ .dev = pos, .core = core, .tag = "" };
-                }
+                struct core_read *c = &cores[core];
+                c->dev = pos;
                 if (d->metric == METRIC_CORE_UTILIZATION) {
                         c->util_known = now_value(e, i, &c->util);
                         c->tag = label(d, "runtime_tag");
@@ -598,9 +590,9 @@ static void eval_stuck(struct eval *e, enum health_rule_id id) {
         bool *reported = calloc(e->n_devices ? e->n_devices : 1, sizeof(*reported));
         for (size_t k = 0; reported && k < n_cores; k++) {
                 const struct core_read *c = &cores[k];
-                const struct device_info *dev = &e->devices[c->dev];
-                if (e->down[c->dev])
+                if (c->dev < 0 || e->down[c->dev])
                         continue;
+                const struct device_info *dev = &e->devices[c->dev];
                 if (!c->util_known || !c->mem_known) {
                         if (!reported[c->dev])
                                 unknown(e, id, (size_t) c->dev, "no figures");
@@ -610,11 +602,16 @@ static void eval_stuck(struct eval *e, enum health_rule_id id) {
                 double share = dev->core_count && dev->memory_bytes ? (double) dev->memory_bytes / dev->core_count : 0;
                 if (c->util > 0 || !(c->mem > r->threshold * share))
                         continue;
+                /* The runtime's other cores (runtime_info lists them), else the device's. */
+                const struct runtime_info *rt = c->tag[0] ? runtime_of(e, c->tag) : NULL;
                 bool sibling_busy = false;
-                for (size_t j = 0; j < n_cores && !sibling_busy; j++) {
+                for (unsigned j = 0; rt && j < rt->n_cores && !sibling_busy; j++) {
+                        const struct core_read *o = rt->cores[j] < n_cores ? &cores[rt->cores[j]] : NULL;
+                        sibling_busy = o && o != c && o->util_known && o->util > 0 && strcmp(o->tag, c->tag) == 0;
+                }
+                for (size_t j = dev->first_core; !rt && j < dev->first_core + dev->core_count && j < n_cores; j++) {
                         const struct core_read *o = &cores[j];
-                        bool same = c->tag[0] ? strcmp(o->tag, c->tag) == 0 : !o->tag[0] && o->dev == c->dev;
-                        sibling_busy = j != k && same && o->util_known && o->util > 0;
+                        sibling_busy = sibling_busy || (j != k && !o->tag[0] && o->util_known && o->util > 0);
                 }
                 if (sibling_busy) {
                         char detail[HEALTH_DETAIL_MAX];
@@ -855,11 +852,41 @@ struct health_result *health_evaluate(const struct device_info *devices, size_t 
         }
         for (size_t k = 0; k < e.n_pos; k++)
                 e.pos_of[k] = -1;
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
                 e.pos_of[devices[k].index] = (long) k;
+                if (devices[k].first_core + devices[k].core_count > e.n_cores)
+                        e.n_cores = devices[k].first_core + devices[k].core_count;
+        }
+        /* Labels parsed once, of the families the rules read. */
+        bool read[METRIC__COUNT] = { [METRIC_LINK_RX_BYTES] = true, [METRIC_CORE_MEMORY_USED] = true };
+        for (unsigned id = 0; id < HEALTH_RULE__COUNT; id++)
+                read[health_rules[id].metric] = read[health_rules[id].total] = true;
+        e.dev_of = malloc((e.n ? e.n : 1) * sizeof(*e.dev_of));
+        e.core_of = malloc((e.n ? e.n : 1) * sizeof(*e.core_of));
+        for (size_t i = 0; e.dev_of && e.core_of && i < e.n; i++) {
+                const struct series_desc *d = &e.snap->set->series[i];
+                e.dev_of[i] = read[d->metric] ? parse_device(&e, d) : -1;
+                e.core_of[i] = read[d->metric] ? label_number(d, "neuroncore") : -1;
+        }
+        /* Which device each core is on, and which devices a runtime holds. */
+        e.core_dev = malloc((e.n_cores ? e.n_cores : 1) * sizeof(*e.core_dev));
+        e.held = calloc(n ? n : 1, sizeof(*e.held));
+        for (size_t c = 0; e.core_dev && c < e.n_cores; c++)
+                e.core_dev[c] = -1;
+        for (size_t k = 0; e.core_dev && k < n; k++)
+                for (unsigned c = 0; c < devices[k].core_count; c++)
+                        e.core_dev[devices[k].first_core + c] = (long) k;
+        for (size_t r = 0; e.core_dev && e.held && r < e.snap->set->n_runtimes; r++) {
+                const struct runtime_info *rt = &e.snap->set->runtimes[r];
+                for (unsigned c = 0; c < rt->n_cores; c++)
+                        if (rt->cores[c] < e.n_cores && e.core_dev[rt->cores[c]] >= 0)
+                                e.held[e.core_dev[rt->cores[c]]] = true;
+        }
+        if (!e.dev_of || !e.core_of || !e.core_dev || !e.held)
+                e.failed = true;
 
         /* The device's presence first: a device that is gone is only that. */
-        for (unsigned id = 0; id < HEALTH_RULE__COUNT; id++) {
+        for (unsigned id = 0; !e.failed && id < HEALTH_RULE__COUNT; id++) {
                 switch (health_rules[id].condition) {
                 case HEALTH_IS_ZERO:
                         eval_is_zero(&e, id);
@@ -885,6 +912,10 @@ struct health_result *health_evaluate(const struct device_info *devices, size_t 
         free(e.pos_of);
         free(e.down);
         free(e.prev_of);
+        free(e.dev_of);
+        free(e.core_of);
+        free(e.core_dev);
+        free(e.held);
         return r;
 }
 

@@ -34,6 +34,8 @@ struct world {
         double tx[DEVICES][DEVICES]; /* bytes sent from a to b, counters */
         double util[DEVICES * CORES], core_mem[DEVICES * CORES];
         double generic, hardware; /* the runtime's error counters */
+        bool per_core;            /* the driver's per-core counters instead (sysfs), no runtime */
+        double core_generic[DEVICES * CORES];
         bool omit[METRIC__COUNT];
 };
 
@@ -106,19 +108,24 @@ static struct snapshot *build(const struct world *w) {
                 for (int k = 0; k < CORES; k++) {
                         int c = d * CORES + k;
                         snprintf(core, sizeof(core), "%d", c);
-                        add(&b, w, METRIC_CORE_UTILIZATION, w->util[c], dev, core, "rt", NULL);
+                        add(&b, w, METRIC_CORE_UTILIZATION, w->util[c], dev, core, w->per_core ? NULL : "rt", NULL);
                         add(&b, w, METRIC_CORE_MEMORY_USED, w->core_mem[c], dev, core, NULL, NULL);
+                        if (w->per_core)
+                                add(&b, w, METRIC_CORE_EXECUTION_ERRORS, w->core_generic[c], dev, core, NULL,
+                                    "generic");
                 }
         }
-        add(&b, w, METRIC_CORE_EXECUTION_ERRORS, w->generic, NULL, NULL, "rt", "generic");
-        add(&b, w, METRIC_CORE_EXECUTION_ERRORS, w->hardware, NULL, NULL, "rt", "hardware");
+        if (!w->per_core) {
+                add(&b, w, METRIC_CORE_EXECUTION_ERRORS, w->generic, NULL, NULL, "rt", "generic");
+                add(&b, w, METRIC_CORE_EXECUTION_ERRORS, w->hardware, NULL, NULL, "rt", "hardware");
+        }
         unsigned cores[DEVICES * CORES];
         for (unsigned c = 0; c < DEVICES * CORES; c++)
                 cores[c] = c;
         struct runtime_info rt = { .pid = 100, .tag = "rt", .n_cores = DEVICES * CORES, .cores = cores };
         struct snapshot *s = snapshot_new(b.n);
         assert_non_null(s);
-        s->set = series_set_new(1, b.series, b.n, &rt, 1);
+        s->set = series_set_new(1, b.series, b.n, &rt, w->per_core ? 0 : 1);
         assert_non_null(s->set);
         s->timestamp_ms = w->ts;
         for (size_t i = 0; i < b.n; i++) {
@@ -355,6 +362,32 @@ static void health__execution_errors__degraded_on_the_runtime_devices(void **sta
         run_free(&r);
 }
 
+/* The driver's counters name the core (sysfs): the finding does, and the
+ * core's state is degraded. Without runtimes, a stuck core is one idle
+ * beside a busy core of its device. */
+static void health__per_core_counters__the_core_is_named(void **state) {
+        struct run r = { 0 };
+        struct world w;
+        for (int s = 0; s < 2; s++) {
+                w = normal(T0 + s * 1000);
+                w.per_core = true;
+                tick(&r, &w);
+        }
+        expect_healthy(r.result);
+        w = normal(T0 + 2000);
+        w.per_core = true;
+        w.core_generic[4] = 5;
+        w.util[1] = 0;
+        const struct health_result *h = tick(&r, &w);
+        expect(h, 2, HEALTH_DEGRADED, HEALTH_RULE_EXEC_ERRORS);
+        assert_int_equal(finding(h, 2, HEALTH_RULE_EXEC_ERRORS)->core, 4);
+        assert_int_equal(h->cores[4].state, HEALTH_DEGRADED);
+        assert_int_equal(h->cores[5].state, HEALTH_HEALTHY);
+        expect(h, 0, HEALTH_DEGRADED, HEALTH_RULE_CORE_STUCK);
+        assert_int_equal(finding(h, 0, HEALTH_RULE_CORE_STUCK)->core, 1);
+        run_free(&r);
+}
+
 static void health__core_stuck__degraded_core_and_device(void **state) {
         struct run r = { 0 };
         start(&r);
@@ -451,6 +484,7 @@ int main(void) {
                 cmocka_unit_test(health__link_down__degraded_on_both_ends),
                 cmocka_unit_test(health__execution_errors__degraded_on_the_runtime_devices),
                 cmocka_unit_test(health__core_stuck__degraded_core_and_device),
+                cmocka_unit_test(health__per_core_counters__the_core_is_named),
                 cmocka_unit_test(health__hbm_full__degraded),
                 cmocka_unit_test(health__each_rule_without_its_metric__unknown),
                 cmocka_unit_test(health__degraded_and_unknown__degraded),

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,6 +95,93 @@ static void store_append__ticks__read_back_by_bucket(void **state) {
         r = query(s, METRIC_CORE_UTILIZATION, 1000000, 1009000, 1000, HISTORY_AGG_SUM);
         assert_int_equal(r->series[1].n_points, 5); /* only the valid ticks were stored */
         history_result_free(r);
+        store_close(s);
+}
+
+static struct health_event event(int64_t ts, int device, unsigned kind, enum health_severity severity) {
+        struct health_event ev = { .timestamp_ms = ts,
+                                   .device = device,
+                                   .core = -1,
+                                   .kind = kind,
+                                   .phase = HEALTH_BEGIN,
+                                   .severity = severity,
+                                   .state = HEALTH_DEGRADED,
+                                   .value = NAN };
+        snprintf(ev.reason, sizeof(ev.reason), "event at %lld", (long long) ts);
+        return ev;
+}
+
+static size_t query_events(struct store *s, struct history_events_query q, struct health_event **ret) {
+        size_t n = 0;
+        assert_int_equal(store_query_events(s, &q, ret, &n), 0);
+        return n;
+}
+
+/* Health events go to the database with the tick after them, are read
+ * back by range, device, kind and severity, and age out with the raw
+ * tier. */
+static void store_add_events__with_the_tick__filtered_and_bounded(void **state) {
+        struct fixture *f = *state;
+        struct store_options o;
+        store_options_init(&o);
+        o.raw_retention_ms = 3600 * 1000;
+        struct store *s = NULL;
+        assert_int_equal(store_open_with(f->path, &o, &s), 0);
+        assert_int_equal(store_register_series(s, series, 3), 0);
+        struct health_event *got = NULL;
+        struct history_events_query all = {
+                .start_ms = 0, .end_ms = INT64_MAX, .device = -1, .kind = -1, .severity = -1, .limit = 100
+        };
+
+        /* A file without events has no table yet: none. */
+        assert_int_equal(query_events(s, all, &got), 0);
+        free(got);
+        const double values[] = { 0.5, 0.5, 1 };
+        const uint8_t valid[] = { 1, 1, 1 };
+        const struct health_event batch[] = {
+                event(1000000, 3, HEALTH_RULE_DEVICE_DOWN, HEALTH_CRITICAL),
+                event(1000000, 3, HEALTH_RULE__COUNT, HEALTH_CRITICAL),
+                event(1000000, 4, HEALTH_RULE_LINK_DOWN, HEALTH_WARNING),
+        };
+        store_add_events(s, batch, 3);
+        assert_int_equal(store_append(s, 1000000, values, valid, 3), 0);
+        assert_int_equal(query_events(s, all, &got), 3);
+        assert_int_equal(got[0].device, 3);
+        assert_int_equal(got[0].kind, HEALTH_RULE_DEVICE_DOWN);
+        assert_int_equal(got[0].core, -1);
+        assert_true(isnan(got[0].value));
+        assert_string_equal(got[2].reason, "event at 1000000");
+        free(got);
+        struct history_events_query q = all;
+        q.device = 3;
+        q.kind = HEALTH_RULE__COUNT;
+        assert_int_equal(query_events(s, q, &got), 1);
+        assert_int_equal(got[0].phase, HEALTH_BEGIN);
+        free(got);
+        q = all;
+        q.severity = HEALTH_WARNING;
+        assert_int_equal(query_events(s, q, &got), 1);
+        assert_int_equal(got[0].device, 4);
+        free(got);
+        q = all;
+        q.limit = 2; /* the newest two, oldest first */
+        assert_int_equal(query_events(s, q, &got), 2);
+        assert_int_equal(got[1].device, 4);
+        free(got);
+
+        /* An hour and a bit later the first ones are past the raw retention. */
+        const struct health_event later = event(1000000 + 3700 * 1000, 5, HEALTH_RULE_HBM_FULL, HEALTH_WARNING);
+        store_add_events(s, &later, 1);
+        assert_int_equal(store_append(s, 1000000 + 3700 * 1000, values, valid, 3), 0);
+        assert_int_equal(query_events(s, all, &got), 1);
+        assert_int_equal(got[0].device, 5);
+        free(got);
+        store_close(s);
+
+        /* Kept across a restart. */
+        s = open_store(f->path);
+        assert_int_equal(query_events(s, all, &got), 1);
+        free(got);
         store_close(s);
 }
 
@@ -512,6 +600,7 @@ static void store_enforce_retention__series_without_rows__removed_freeing_the_li
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(store_append__ticks__read_back_by_bucket, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_add_events__with_the_tick__filtered_and_bounded, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_query_range__label_matcher__filters, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__reopen__series_keep_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__newer_schema__eprotonosupport, setup, teardown),
