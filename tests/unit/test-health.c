@@ -284,6 +284,16 @@ static void health__repairable_ecc__unhealthy_with_a_reset(void **state) {
         const struct health_result *h = tick(&r, &w);
         expect(h, 0, HEALTH_UNHEALTHY, HEALTH_RULE_ECC_REPAIRABLE);
         assert_non_null(strstr(device(h, 0)->action, "reload the Neuron driver"));
+        /* Held like the others, then gone an hour after the last one. */
+        w = normal(T0 + 2000 + 3599 * 1000);
+        w.ecc[0][ECC_REPAIRABLE] = 2;
+        expect(tick(&r, &w), 0, HEALTH_UNHEALTHY, HEALTH_RULE_ECC_REPAIRABLE);
+        w = normal(T0 + 2000 + 3600 * 1000);
+        w.ecc[0][ECC_REPAIRABLE] = 2;
+        h = tick(&r, &w);
+        expect_healthy(h);
+        assert_int_equal(h->events[0].kind, HEALTH_RULE_ECC_REPAIRABLE);
+        assert_int_equal(h->events[0].phase, HEALTH_END);
         run_free(&r);
 }
 
@@ -359,6 +369,10 @@ static void health__execution_errors__degraded_on_the_runtime_devices(void **sta
         w.hardware = 1;
         h = tick(&r, &w);
         expect(h, 2, HEALTH_DEGRADED, HEALTH_RULE_HARDWARE_ERRORS);
+        w = normal(T0 + 5000);
+        w.generic = 100;
+        w.hardware = 1;
+        expect_healthy(tick(&r, &w));
         run_free(&r);
 }
 
