@@ -944,12 +944,13 @@ void api_health(const struct web_context *ctx, const struct web_request *req, st
                 return;
         struct snapshot *snap = snapshot_slot_get(ctx->latest);
         const struct health_result *h = snap ? snap->health : NULL;
+        unsigned n_devices = backend_of(snap)->n_devices;
         size_t counts[HEALTH__COUNT] = { 0 };
         for (size_t k = 0; h && k < h->n_devices; k++)
                 counts[h->devices[k].state]++;
         /* Before the first result every device is unknown. */
         if (!h)
-                counts[HEALTH_UNKNOWN] = ctx->inv->n_devices;
+                counts[HEALTH_UNKNOWN] = n_devices;
         reply_json_success(b, snap);
         buf_puts(b, "{\"timestamp\":");
         if (h)
@@ -957,7 +958,7 @@ void api_health(const struct web_context *ctx, const struct web_request *req, st
         else
                 buf_puts(b, "null");
         buf_printf(b, ",\"state\":\"%s\",\"devices\":%u,\"counts\":{",
-                   health_state_names[h ? health_worst(h) : HEALTH_UNKNOWN], ctx->inv->n_devices);
+                   health_state_names[h ? health_worst(h) : HEALTH_UNKNOWN], n_devices);
         for (int st = 0; st < HEALTH__COUNT; st++)
                 buf_printf(b, "%s\"%s\":%zu", st ? "," : "", health_state_names[st], counts[st]);
         buf_puts(b, "},\"not_healthy\":[");

@@ -125,7 +125,8 @@ static struct snapshot *build(const struct world *w) {
         struct runtime_info rt = { .pid = 100, .tag = "rt", .n_cores = DEVICES * CORES, .cores = cores };
         struct snapshot *s = snapshot_new(b.n);
         assert_non_null(s);
-        s->set = series_set_new(1, b.series, b.n, &rt, w->per_core ? 0 : 1);
+        const struct inventory backend = { .n_runtimes = w->per_core ? 0 : 1, .runtimes = &rt };
+        s->set = series_set_new(1, b.series, b.n, &backend);
         assert_non_null(s->set);
         s->timestamp_ms = w->ts;
         for (size_t i = 0; i < b.n; i++) {
