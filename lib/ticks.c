@@ -53,27 +53,13 @@ void tick_control_get(struct tick_control *tc, struct tick_state *out) {
         pthread_mutex_unlock(&tc->lock);
 }
 
-void tick_control_hold(struct tick_control *tc, bool held) {
-        pthread_mutex_lock(&tc->lock);
-        tc->held = held;
-        pthread_mutex_unlock(&tc->lock);
-        wake_loop(tc);
-}
-
-int tick_control_run(struct tick_control *tc, uint64_t n, bool (*cancelled)(const void *cls), const void *cls,
-                     struct tick_state *out) {
-        int r = 0;
-
-        pthread_mutex_lock(&tc->lock);
-        tc->held = true;
-        tc->asked += n;
-        uint64_t target = tc->asked;
-        wake_loop(tc);
-        while (tc->ran < target && !tc->stopped) {
-                if (cancelled && cancelled(cls)) {
-                        r = -ECANCELED;
-                        break;
-                }
+/* Waits on ran_cond until done(tc) holds, the loop stops, or cancelled(cls)
+ * says so (asked every 100 ms); called and returns with the lock held. */
+static int wait_locked(struct tick_control *tc, bool (*done)(const struct tick_control *tc, uint64_t target),
+                       uint64_t target, bool (*cancelled)(const void *cls), const void *cls) {
+        while (!done(tc, target) && !tc->stopped) {
+                if (cancelled && cancelled(cls))
+                        return -ECANCELED;
                 struct timespec until;
                 clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_nsec += 100000000;
@@ -83,8 +69,37 @@ int tick_control_run(struct tick_control *tc, uint64_t n, bool (*cancelled)(cons
                 }
                 pthread_cond_timedwait(&tc->ran_cond, &tc->lock, &until);
         }
-        if (r == 0 && tc->ran < target)
-                r = -ESHUTDOWN;
+        return done(tc, target) ? 0 : -ESHUTDOWN;
+}
+
+static bool hold_seen(const struct tick_control *tc, uint64_t target) {
+        return tc->holds_seen >= target;
+}
+
+static bool ticks_ran(const struct tick_control *tc, uint64_t target) {
+        return tc->ran >= target;
+}
+
+int tick_control_hold(struct tick_control *tc, bool held, bool (*cancelled)(const void *cls), const void *cls) {
+        int r = 0;
+
+        pthread_mutex_lock(&tc->lock);
+        tc->held = held;
+        uint64_t target = held ? ++tc->holds : 0;
+        wake_loop(tc);
+        if (held)
+                r = wait_locked(tc, hold_seen, target, cancelled, cls);
+        pthread_mutex_unlock(&tc->lock);
+        return r;
+}
+
+int tick_control_run(struct tick_control *tc, uint64_t n, bool (*cancelled)(const void *cls), const void *cls,
+                     struct tick_state *out) {
+        pthread_mutex_lock(&tc->lock);
+        tc->held = true;
+        tc->asked += n;
+        wake_loop(tc);
+        int r = wait_locked(tc, ticks_ran, tc->asked, cancelled, cls);
         state_locked(tc, out);
         pthread_mutex_unlock(&tc->lock);
         return r;
@@ -99,6 +114,10 @@ void tick_control_poll(struct tick_control *tc, bool *held, uint64_t *pending) {
         pthread_mutex_lock(&tc->lock);
         *held = tc->held;
         *pending = tc->asked - tc->ran;
+        if (tc->holds_seen != tc->holds) {
+                tc->holds_seen = tc->holds;
+                pthread_cond_broadcast(&tc->ran_cond);
+        }
         pthread_mutex_unlock(&tc->lock);
 }
 

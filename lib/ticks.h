@@ -15,10 +15,12 @@
 
 struct tick_control {
         pthread_mutex_t lock;
-        pthread_cond_t ran_cond; /* signalled after each driven tick, and at stop */
+        pthread_cond_t ran_cond; /* signalled after each driven tick, a hold seen, and at stop */
         int fd;                  /* eventfd the loop polls: written on every request */
         bool held;               /* the timer does not tick */
         bool stopped;            /* the loop has stopped: requests fail */
+        uint64_t holds;          /* requests to hold since start */
+        uint64_t holds_seen;     /* of those, the ones the loop has seen */
         uint64_t asked;          /* driven ticks asked for since start */
         uint64_t ran;            /* of those, ticks run */
         uint64_t tick;           /* the number and stamp of the last driven tick */
@@ -39,7 +41,13 @@ void tick_control_destroy(struct tick_control *tc);
 
 /* The web side. */
 void tick_control_get(struct tick_control *tc, struct tick_state *out);
-void tick_control_hold(struct tick_control *tc, bool held);
+/* Holds the timer (held) or lets it tick again. A hold waits until the
+ * loop has seen it: no tick of the timer is published after it returns (a
+ * tick the timer had begun is published first), so that a test comparing
+ * two reads after it sees one tick. Gives up as tick_control_run() does,
+ * with -ECANCELED or -ESHUTDOWN; the timer is held all the same. A release
+ * returns at once with 0. */
+int tick_control_hold(struct tick_control *tc, bool held, bool (*cancelled)(const void *cls), const void *cls);
 /* Holds the timer, asks for n more ticks and waits until they ran. Gives
  * up when cancelled(cls) says so (asked every 100 ms; NULL: never), with
  * -ECANCELED; -ESHUTDOWN when the loop stopped first. The ticks asked for
@@ -48,7 +56,8 @@ int tick_control_run(struct tick_control *tc, uint64_t n, bool (*cancelled)(cons
                      struct tick_state *out);
 
 /* The loop side. Clears fd's readiness and says whether the timer is held
- * and how many driven ticks are due. */
+ * and how many driven ticks are due; the holds asked for so far count as
+ * seen: the loop starts no tick of the timer once it has read held. */
 void tick_control_poll(struct tick_control *tc, bool *held, uint64_t *pending);
 /* One driven tick ran, numbered tick and stamped stamp_ms. */
 void tick_control_ran(struct tick_control *tc, uint64_t tick, int64_t stamp_ms);

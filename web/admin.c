@@ -226,14 +226,18 @@ void admin_ticks(const struct web_context *ctx, const struct web_request *req, s
                 return;
         }
         if (hold) {
-                tick_control_hold(ctx->ticks, held);
+                r = tick_control_hold(ctx->ticks, held, ticks_cancelled, req->job);
                 log_info("admin: %s %s the timer", client, held ? "held" : "released");
         } else if (run) {
                 r = tick_control_run(ctx->ticks, n, ticks_cancelled, req->job, &st);
         }
         if (r == -ESHUTDOWN || r == -ECANCELED) {
-                reply_error(reply, 503, "unavailable", "the daemon is stopping: %s of %llu ticks ran",
-                            r == -ESHUTDOWN ? "not all" : "some", (unsigned long long) n);
+                if (hold)
+                        reply_error(reply, 503, "unavailable",
+                                    "the daemon is stopping: the loop did not take the hold");
+                else
+                        reply_error(reply, 503, "unavailable", "the daemon is stopping: %s of %llu ticks ran",
+                                    r == -ESHUTDOWN ? "not all" : "some", (unsigned long long) n);
                 return;
         }
         tick_control_get(ctx->ticks, &st);

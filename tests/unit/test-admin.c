@@ -3,8 +3,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,16 +121,39 @@ static void admin_faults__backend_without_faults__404(void **state) {
         served_free(f);
 }
 
-/* The driven clock's requests, with no loop behind them until it stops:
- * hold and release reach the control, bad requests are refused with the
- * reason and ask for nothing, and a run after the loop stopped is 503. */
+/* The loop's side of the control, as far as a hold needs it: it reads
+ * the state whenever the control wakes it, until told to stop. */
+struct poller {
+        struct tick_control *tc;
+        pthread_t thread;
+        bool stop;
+};
+
+static void *poll_ticks(void *arg) {
+        struct poller *p = arg;
+        while (!__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST)) {
+                struct pollfd pfd = { .fd = p->tc->fd, .events = POLLIN };
+                bool held;
+                uint64_t pending;
+                if (poll(&pfd, 1, 50) > 0)
+                        tick_control_poll(p->tc, &held, &pending);
+        }
+        return NULL;
+}
+
+/* The driven clock's requests, with a loop behind them that only reads
+ * the state, until it stops: hold and release reach the control, bad
+ * requests are refused with the reason and ask for nothing, and a run or
+ * a hold after the loop stopped is 503. */
 static void admin_ticks__hold_bad_requests_stopped_loop(void **state) {
         struct web_fixture *f = calloc(1, sizeof(*f));
         struct tick_control tc;
         struct tick_state st;
+        struct poller poller = { .tc = &tc };
 
         assert_non_null(f);
         assert_int_equal(tick_control_init(&tc), 0);
+        assert_int_equal(pthread_create(&poller.thread, NULL, poll_ticks, &poller), 0);
         web_fixture_init(f);
         f->ctx.admin = true;
         f->ctx.ticks = &tc;
@@ -155,8 +181,11 @@ static void admin_ticks__hold_bad_requests_stopped_loop(void **state) {
         assert_false(st.held);
         assert_int_equal(st.pending, 0);
 
+        __atomic_store_n(&poller.stop, true, __ATOMIC_SEQ_CST);
+        assert_int_equal(pthread_join(poller.thread, NULL), 0);
         tick_control_stop(&tc);
         web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=3", NULL, 503, "the daemon is stopping");
+        web_fixture_expect(f, "POST", "/api/v1/admin/ticks?hold=true", NULL, 503, "did not take the hold");
         served_free(f);
         tick_control_destroy(&tc);
 }

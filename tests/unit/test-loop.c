@@ -503,6 +503,49 @@ static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void
         tick_control_destroy(&tc);
 }
 
+/* A hold is answered once the loop has seen it: the tick of the timer in
+ * progress when it was asked for is published before the answer, and no
+ * tick follows it, so that two reads after a hold see one tick. */
+static void loop_run__hold__answered_after_the_tick_in_progress(void **state) {
+        struct fixture *f = *state;
+        struct tick_control tc;
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &mask, NULL), 0);
+        struct runner rn = { .loop = &f->loop, .sfd = signalfd(-1, &mask, SFD_CLOEXEC) };
+        assert_true(rn.sfd >= 0);
+        assert_int_equal(tick_control_init(&tc), 0);
+        f->loop.ticks = &tc;
+        /* Each read takes three intervals: a hold asked for during one
+         * comes while a tick is in progress. */
+        f->fake->sleep_ms = 300;
+
+        pthread_t thread;
+        assert_int_equal(pthread_create(&thread, NULL, run_loop, &rn), 0);
+        while (__atomic_load_n(&f->fake->reads, __ATOMIC_SEQ_CST) < 2)
+                usleep(1000);
+        uint64_t in_progress = __atomic_load_n(&f->fake->reads, __ATOMIC_SEQ_CST);
+        assert_int_equal(tick_control_hold(&tc, true, NULL, NULL), 0);
+        struct snapshot *snap = snapshot_slot_get(&f->latest);
+        assert_int_equal(snap->tick, in_progress);
+        snapshot_unref(snap);
+        usleep(500000);
+        snap = snapshot_slot_get(&f->latest);
+        assert_int_equal(snap->tick, in_progress);
+        snapshot_unref(snap);
+        assert_int_equal(__atomic_load_n(&f->fake->reads, __ATOMIC_SEQ_CST), in_progress);
+
+        assert_int_equal(kill(getpid(), SIGTERM), 0);
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        assert_int_equal(rn.result, 0);
+        /* Once the loop stopped, a hold is not waited for. */
+        assert_int_equal(tick_control_hold(&tc, true, NULL, NULL), -ESHUTDOWN);
+        close(rn.sfd);
+        tick_control_destroy(&tc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(loop_stamp__steady_clock__wall_time, setup, teardown),
@@ -523,6 +566,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_tick__runtimes_come_and_go__series_sets_follow, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__devices_come_and_go__new_set_and_one_warning_each, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(loop_run__hold__answered_after_the_tick_in_progress, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__driven_ticks__one_interval_apart_answered_once_stored, setup,
                                                 teardown),
         };
