@@ -351,6 +351,7 @@ static void loop_health(struct loop *l, struct snapshot *snap) {
         if (h && h->n_events > 0 && l->store)
                 store_add_events(l->store, h->events, h->n_events);
 }
+static int loop_tick_stamped(struct loop *l, int64_t stamp_ms, int64_t poll_start_ns);
 
 int loop_tick(struct loop *l) {
         int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
@@ -358,10 +359,15 @@ int loop_tick(struct loop *l) {
 }
 
 int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns) {
-        int refresh_errors[SNAPSHOT_COLLECTORS_MAX];
         /* What the tick costs is measured on the real clock whatever the seam says. */
         int64_t poll_start_ns = clock_ns(CLOCK_MONOTONIC);
-        int64_t stamp_ms = loop_stamp(l, wall_ms, mono_ns);
+        return loop_tick_stamped(l, loop_stamp(l, wall_ms, mono_ns), poll_start_ns);
+}
+
+/* The tick itself, stamped stamp_ms (the loop's last stamp already), begun
+ * at poll_start_ns on the real monotonic clock. */
+static int loop_tick_stamped(struct loop *l, int64_t stamp_ms, int64_t poll_start_ns) {
+        int refresh_errors[SNAPSHOT_COLLECTORS_MAX];
 
         l->tick++;
         loop_refresh(l, stamp_ms, refresh_errors);
@@ -453,9 +459,16 @@ static int loop_disarm(int tfd) {
 }
 
 int loop_tick_driven(struct loop *l) {
-        int64_t wall_ms = l->last_stamp_ms + l->interval_ms;
-        int64_t mono_ns = l->last_stamp_mono_ns + (int64_t) ((double) l->interval_ms * 1e6 / l->time_scale);
-        return loop_tick_at(l, wall_ms, mono_ns);
+        int64_t poll_start_ns = clock_ns(CLOCK_MONOTONIC);
+        /* The next whole number of intervals since the epoch: one interval
+         * after a driven tick, and from the timer's tick, whose stamp is
+         * its start's wall clock, onto the grid that every daemon with that
+         * interval shares. Both clocks move on by the time stamped, so that
+         * the timer, once released, goes on from here (loop_release()). */
+        int64_t stamp_ms = (l->last_stamp_ms / l->interval_ms + 1) * l->interval_ms;
+        l->last_stamp_mono_ns += (int64_t) ((double) (stamp_ms - l->last_stamp_ms) * 1e6 / l->time_scale);
+        l->last_stamp_ms = stamp_ms;
+        return loop_tick_stamped(l, stamp_ms, poll_start_ns);
 }
 
 /* The timer takes over from driven ticks, which ran ahead of both clocks:

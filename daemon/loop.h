@@ -111,8 +111,7 @@ void loop_done(struct loop *l);
 int loop_tick(struct loop *l);
 
 /* loop_tick() as if CLOCK_REALTIME read wall_ms and CLOCK_MONOTONIC
- * mono_ns: the seam through which tests and the admin endpoint's driven
- * ticks (lib/ticks.h) set the time. */
+ * mono_ns: the seam through which tests set the time. */
 int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns);
 
 /* The stamp for a tick taken at wall_ms (CLOCK_REALTIME, milliseconds)
@@ -129,8 +128,14 @@ int loop_tick_at(struct loop *l, int64_t wall_ms, int64_t mono_ns);
  * loop's start, so that every stamp is on the interval's grid. */
 int64_t loop_stamp(struct loop *l, int64_t wall_ms, int64_t mono_ns);
 
-/* One driven tick: as if both clocks had moved on by one interval since
- * the last tick, so that it is stamped exactly one interval after it. */
+/* One driven tick (the admin endpoint's, lib/ticks.h), stamped on the
+ * interval's grid: the next whole number of intervals since the epoch
+ * after the last stamp. That is exactly one interval after a driven tick;
+ * after a tick of the timer, whose stamp is the wall clock (or the
+ * simulated clock of the model's speed=) at its own start, it is the next
+ * point of the grid, so that daemons with one interval, started at
+ * different times and driven alike, stamp their ticks alike. Both clocks
+ * move on by the time stamped. */
 int loop_tick_driven(struct loop *l);
 
 /* Ticks every interval until SIGTERM or SIGINT arrives on signal_fd

@@ -453,9 +453,10 @@ static void *run_loop(void *arg) {
         return NULL;
 }
 
-/* Driven ticks (the admin endpoint's): the timer held, each tick stamped
- * one interval after the last, the request answered once the last is
- * stored and published; after the loop stops, requests are refused. */
+/* Driven ticks (the admin endpoint's): the timer held, the first tick
+ * stamped on the interval's grid and each later one an interval after the
+ * last, the request answered once the last is stored and published; after
+ * the loop stops, requests are refused. */
 static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void **state) {
         struct fixture *f = *state;
         const int64_t hour_ms = 3600 * 1000;
@@ -475,6 +476,8 @@ static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void
         f->loop.interval_ms = hour_ms;
         assert_int_equal(loop_tick(&f->loop), 0);
         int64_t first = f->loop.last_stamp_ms;
+        /* The whole hour after the timer's tick, stamped with the wall clock. */
+        int64_t grid = (first / hour_ms + 1) * hour_ms;
 
         pthread_t thread;
         assert_int_equal(pthread_create(&thread, NULL, run_loop, &rn), 0);
@@ -482,18 +485,18 @@ static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void
         assert_true(st.held);
         assert_int_equal(st.pending, 0);
         assert_int_equal(st.tick, 6);
-        assert_int_equal(st.stamp_ms, first + 5 * hour_ms);
+        assert_int_equal(st.stamp_ms, grid + 4 * hour_ms);
         struct snapshot *snap = snapshot_slot_get(&f->latest);
         assert_int_equal(snap->tick, 6);
-        assert_int_equal(snap->timestamp_ms, first + 5 * hour_ms);
+        assert_int_equal(snap->timestamp_ms, grid + 4 * hour_ms);
         snapshot_unref(snap);
         assert_int_equal(stored_points_step(f, METRIC_DEVICE_MEMORY_USED, "neuron_device", "0", first,
-                                            first + 5 * hour_ms, 60000),
+                                            grid + 4 * hour_ms, 60000),
                          6);
 
         assert_int_equal(tick_control_run(&tc, 2, NULL, NULL, &st), 0);
         assert_int_equal(st.tick, 8);
-        assert_int_equal(st.stamp_ms, first + 7 * hour_ms);
+        assert_int_equal(st.stamp_ms, grid + 6 * hour_ms);
         assert_int_equal(kill(getpid(), SIGTERM), 0);
         assert_int_equal(pthread_join(thread, NULL), 0);
         assert_int_equal(rn.result, 0);
@@ -501,6 +504,66 @@ static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void
         assert_int_equal(tick_control_run(&tc, 1, NULL, NULL, &st), -ESHUTDOWN);
         close(rn.sfd);
         tick_control_destroy(&tc);
+}
+
+/* Two daemons with one interval, started at different times, one of them
+ * sped up (model speed=): the timer stamps each one's first tick from its
+ * own clock, off the grid; driven ticks then land on the interval's grid,
+ * so that after the same driven ticks from one stamp on both stamp alike. */
+static void loop_tick_driven__daemons_started_apart__stamp_alike(void **state) {
+        struct fixture *f = *state;
+        const int64_t interval = 10000;
+        struct snapshot_slot latest;
+        struct store *store;
+        struct loop other;
+        char db[128], path[160];
+
+        snprintf(db, sizeof(db), "%s/other.db", f->dir);
+        assert_int_equal(store_open(db, &store), 0);
+        snapshot_slot_init(&latest);
+        assert_int_equal(loop_init(&other, f->collectors, 1, store, &latest, interval), 0);
+        assert_int_equal(store_register_series(store, other.series, other.n_series), 0);
+        f->loop.interval_ms = interval;
+        other.time_scale = 5;
+        other.wall_start_ms = BASE_MS + 7777;
+        other.mono_start_ns = 0;
+
+        assert_int_equal(loop_tick_at(&f->loop, BASE_MS + 1234, 0), 0);
+        assert_int_equal(f->loop.last_stamp_ms, BASE_MS + 1234);
+        /* 3 s of its monotonic clock are 15 simulated seconds. */
+        assert_int_equal(loop_tick_at(&other, BASE_MS + 3000, 3 * SECOND_NS), 0);
+        assert_int_equal(other.last_stamp_ms, BASE_MS + 17777);
+
+        assert_int_equal(loop_tick_driven(&f->loop), 0);
+        assert_int_equal(f->loop.last_stamp_ms, BASE_MS + interval);
+        assert_int_equal(loop_tick_driven(&other), 0);
+        assert_int_equal(other.last_stamp_ms, BASE_MS + 2 * interval);
+        /* The one behind catches up by a tick, then both go on alike. */
+        assert_int_equal(loop_tick_driven(&f->loop), 0);
+        for (int64_t i = 3; i < 6; i++) {
+                assert_int_equal(loop_tick_driven(&f->loop), 0);
+                assert_int_equal(loop_tick_driven(&other), 0);
+                assert_int_equal(f->loop.last_stamp_ms, BASE_MS + i * interval);
+                assert_int_equal(other.last_stamp_ms, BASE_MS + i * interval);
+        }
+        struct snapshot *a = snapshot_slot_get(&f->latest), *b = snapshot_slot_get(&latest);
+        assert_int_equal(a->timestamp_ms, b->timestamp_ms);
+        snapshot_unref(a);
+        snapshot_unref(b);
+
+        /* Its monotonic clock moved on by the simulated time stamped over
+         * the speed: the timer, once released, goes on from there. */
+        assert_int_equal(other.last_stamp_mono_ns,
+                         3 * SECOND_NS + (BASE_MS + 5 * interval - (BASE_MS + 17777)) * 1000000 / 5);
+
+        loop_done(&other);
+        store_close(store);
+        snapshot_slot_destroy(&latest);
+        static const char *const suffixes[] = { "", "-wal", "-shm", ".lock" };
+        for (size_t i = 0; i < 4; i++) {
+                snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
+                unlink(path);
+        }
 }
 
 /* A hold is answered once the loop has seen it: the tick of the timer in
@@ -566,6 +629,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(loop_tick__runtimes_come_and_go__series_sets_follow, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_tick__devices_come_and_go__new_set_and_one_warning_each, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(loop_tick_driven__daemons_started_apart__stamp_alike, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__hold__answered_after_the_tick_in_progress, setup, teardown),
                 cmocka_unit_test_setup_teardown(loop_run__driven_ticks__one_interval_apart_answered_once_stored, setup,
                                                 teardown),
