@@ -855,6 +855,13 @@ void api_status(const struct web_context *ctx, const struct web_request *req, st
                 json_time(b, snap->timestamp_ms);
         else
                 buf_puts(b, "null");
+        /* As /healthz says it: the latest tick may be old without the loop
+         * being stuck (the dashboard tells a person so). */
+        struct tick_state ticks = { .held = false };
+        if (ctx->ticks)
+                tick_control_get(ctx->ticks, &ticks);
+        if (ticks.held)
+                buf_puts(b, ",\"held\":true");
         struct history_stats st;
         ctx->history.ops->get_stats(ctx->history.impl, &st);
         buf_printf(b,

@@ -164,7 +164,14 @@ static void admin_ticks__hold_bad_requests_stopped_loop(void **state) {
         web_fixture_expect(f, "POST", "/api/v1/admin/ticks?hold=true", NULL, 200, "\"held\":true");
         tick_control_get(&tc, &st);
         assert_true(st.held);
+        /* The status says so, as /healthz does, for the dashboard. */
+        web_fixture_expect(f, "GET", "/api/v1/status", NULL, 200, ",\"held\":true,\"store\":");
         web_fixture_expect(f, "POST", "/api/v1/admin/ticks?hold=false", NULL, 200, "\"held\":false");
+        struct web_answer a;
+        web_fixture_ask(f, "GET", "/api/v1/status", NULL, &a);
+        assert_int_equal(a.status, 200);
+        assert_null(strstr(a.body, "held"));
+        web_answer_free(&a);
 
         web_fixture_expect(f, "POST", "/api/v1/admin/ticks", NULL, 400, "give one of run=N");
         web_fixture_expect(f, "POST", "/api/v1/admin/ticks?run=1&hold=true", NULL, 400, "give one of run=N");
