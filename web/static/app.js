@@ -1,6 +1,7 @@
 'use strict';
 // neurond dashboard: reads only the REST API (same origin), polls
-// /api/v1/latest once per daemon interval, draws the cores on a canvas (fast
+// /api/v1/latest once per daemon interval (every metric shown in one request,
+// so that one screen shows one tick), draws the cores on a canvas (fast
 // for 1,152 cores), the NeuronLink topology as SVG and history with uPlot.
 // Counter rates are computed here from successive values.
 
@@ -16,6 +17,14 @@
   ];
   const CAT_COLORS = ['#2563eb', '#7c3aed', '#0891b2', '#16a34a', '#ea580c', '#db2777', '#ca8a04', '#64748b', '#0d9488'];
   const BYTE_INCRS = Array.from({ length: 56 }, (_, i) => 2 ** i); // ticks at round GiB/MiB
+  // Every metric a screen shows, asked for in one /api/v1/latest request:
+  // the daemon answers it from one tick. The memory categories are 11
+  // series per core, and only on hosts (or models) that report them.
+  const LIVE_METRICS = ['neuroncore_utilization_ratio', 'neuroncore_memory_used_bytes', 'neuroncore_memory_usage_bytes',
+    'neuron_device_memory_used_bytes', 'neuron_device_up', 'neuron_device_dma_bytes_total',
+    'neuron_link_transmit_bytes_total', 'neuron_link_receive_bytes_total', 'neuron_runtime_memory_used_bytes',
+    'execution_status_total', 'execution_latency_seconds'];
+  const LIVE_QUERY = `api/v1/latest?${LIVE_METRICS.map((m) => `metric=${m}`).join('&')}`;
   const IDLE_UTIL = 0.05;           // below this a core counts as idle
   const HELD_BYTES = 64 * 1024 * 1024; // an idle core holding more than this stands out
 
@@ -71,18 +80,19 @@
     inv: null, status: null, interval: 1,
     nCores: 0, slotOf: new Map(), coreDev: null, coreLocal: null,
     util: null, coreMem: null, coreCat: null,
-    devMem: null, devMemTs: 0, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
+    devMem: null, devTotal: null, devUp: null, dma: null, linkTx: null, linkRx: null,
     edges: new Map(), catNames: [], devCat: null,
     pods: null, corePod: new Map(), podsAnswered: false,
     coreTag: null, runtimes: [], rtStats: new Map(),
     counters: new Map(),
-    ts: 0, serverNow: 0, fetchedAt: 0,
+    ts: 0, tick: 0, serverNow: 0, fetchedAt: 0,
     state: 'connecting', failures: 0, lastOk: 0, tickNo: 0,
     sel: { kind: 'device', id: 0 }, range: { kind: 'live' },
   };
 
   // ---------- HTTP ----------
-  async function api(path) {
+  // The whole answer: status, the tick it was read from, data.
+  async function answer(path) {
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), 5000);
     try {
@@ -91,12 +101,12 @@
       if (date) S.serverNow = Date.parse(date) / 1000;
       const body = await res.json();
       if (body.status !== 'success') throw new Error(body.error || res.statusText);
-      return body.data;
+      return body;
     } finally {
       clearTimeout(timer);
     }
   }
-  const latest = (q) => api(`api/v1/latest?${q}`).then((d) => d.result);
+  const api = (path) => answer(path).then((b) => b.data);
 
   // ---------- inventory ----------
   async function loadInventory() {
@@ -159,23 +169,8 @@
     try {
       const wasDown = S.state === 'unreachable';
       if (!S.inv || wasDown) await loadInventory();
-      const wantCats = S.tickNo % 10 === 0;   // thousands of series on big instances
-      const [st, health, pods, util, cmem, dmem, up, dma, tx, rx, cat, rts, rmem, rexec, rlat] = await Promise.all([
-        api('api/v1/status'),
-        api('api/v1/health'),
-        api('api/v1/pods'),
-        latest('metric=neuroncore_utilization_ratio'),
-        latest('metric=neuroncore_memory_used_bytes'),
-        latest('metric=neuron_device_memory_used_bytes'),
-        latest('metric=neuron_device_up'),
-        latest('metric=neuron_device_dma_bytes_total'),
-        latest('metric=neuron_link_transmit_bytes_total'),
-        latest('metric=neuron_link_receive_bytes_total'),
-        wantCats ? latest('metric=neuroncore_memory_usage_bytes') : null,
-        api('api/v1/runtimes'),
-        latest('metric=neuron_runtime_memory_used_bytes'),
-        latest('metric=execution_status_total'),
-        latest('metric=execution_latency_seconds'),
+      const [st, health, pods, live, rts] = await Promise.all([
+        api('api/v1/status'), api('api/v1/health'), api('api/v1/pods'), answer(LIVE_QUERY), api('api/v1/runtimes'),
       ]);
       S.fetchedAt = Date.now() / 1000;
       S.status = st;
@@ -186,8 +181,8 @@
         loadHistory();
       }
       const t0 = performance.now();
-      ingest(util, cmem, dmem, up, dma, tx, rx, cat);
-      ingestRuntimes(rts.runtimes, rmem, rexec, rlat);
+      const m = ingest(live);
+      ingestRuntimes(rts.runtimes, m.neuron_runtime_memory_used_bytes, m.execution_status_total, m.execution_latency_seconds);
       ingestPods(pods);
       S.tickNo++;
       ok = true;
@@ -208,8 +203,15 @@
     pollTimer = setTimeout(poll, delay);
   }
 
-  function ingest(util, cmem, dmem, up, dma, tx, rx, cat) {
-    let ts = 0;
+  // One /api/v1/latest answer, one tick: its values, and its tick and time
+  // for every figure drawn from them. Returns the series by metric.
+  function ingest(live) {
+    const m = {};
+    for (const k of LIVE_METRICS) m[k] = [];
+    for (const r of live.data.result) { const a = m[r.metric.__name__]; if (a) a.push(r); }
+    const util = m.neuroncore_utilization_ratio, cmem = m.neuroncore_memory_used_bytes, dmem = m.neuron_device_memory_used_bytes;
+    const up = m.neuron_device_up, dma = m.neuron_device_dma_bytes_total, cat = m.neuroncore_memory_usage_bytes;
+    const tx = m.neuron_link_transmit_bytes_total, rx = m.neuron_link_receive_bytes_total;
     const core = (r) => S.slotOf.get(r.metric.neuroncore);
     const dev = (r) => S.devIndex.get(r.metric.neuron_device);
     S.util.fill(NaN);
@@ -220,17 +222,11 @@
         S.util[s] = +r.value[1];
         S.coreTag[s] = r.metric.runtime_tag || '';
       }
-      ts = Math.max(ts, r.value[0]);
     }
     S.coreMem.fill(NaN);
     for (const r of cmem) { const s = core(r); if (s !== undefined) S.coreMem[s] = +r.value[1]; }
     S.devMem.fill(NaN);
-    S.devMemTs = 0;
-    for (const r of dmem) {
-      const d = dev(r);
-      if (d !== undefined) S.devMem[d] = +r.value[1];
-      S.devMemTs = Math.max(S.devMemTs, r.value[0]);
-    }
+    for (const r of dmem) { const d = dev(r); if (d !== undefined) S.devMem[d] = +r.value[1]; }
     S.devUp.fill(NaN);
     for (const r of up) { const d = dev(r); if (d !== undefined) S.devUp[d] = +r.value[1]; }
     for (const a of S.dma) a.fill(NaN);
@@ -258,7 +254,7 @@
       }
     }
     S.edges = edges;
-    if (cat) {
+    if (cat.length || S.catNames.length) {
       const names = new Set();
       S.devCat = S.inv.devices.map(() => new Map());
       S.coreCat = new Map();
@@ -275,7 +271,11 @@
       }
       S.catNames = [...names].sort();
     }
-    if (ts) S.ts = ts;
+    if (live.data.timestamp) {
+      S.ts = live.data.timestamp;
+      S.tick = live.tick;
+    }
+    return m;
   }
 
   // Who holds which cores (/api/v1/pods): per core slot, the container.
@@ -364,6 +364,7 @@
     const held = S.runtimes.reduce((n, r) => n + r.neuroncores.length, 0);
     setText($('runtimes-summary'), `${fmtInt(S.runtimes.length)} running, holding ${fmtInt(held)} of ${fmtInt(S.nCores)} NeuronCores`);
     $('runtimes').dataset.ts = String(S.ts);
+    $('runtimes').dataset.tick = String(S.tick);
   }
 
   // ---------- health ----------
@@ -388,6 +389,13 @@
         banner.className = 'banner warn';
         banner.replaceChildren(el('strong', '', `Collector ${down.join(', ')} is down. `),
           'neurond is running but cannot read the devices; values shown may be missing or stale. The daemon keeps retrying.');
+        banner.hidden = false;
+      } else if (st.held) {
+        // A test (or a person) holds the daemon's clock: old is not stale.
+        state = 'held'; label = 'clock held'; cls = 'warn';
+        banner.className = 'banner warn';
+        banner.replaceChildren(el('strong', '', 'The clock is held. '),
+          'neurond\'s ticks are held through its admin endpoint: the figures move only as ticks are run.');
         banner.hidden = false;
       } else if (age > Math.max(5, 3 * S.interval) + 1) {
         state = 'stale'; label = 'stale'; cls = 'warn';
@@ -480,6 +488,7 @@
     // Each device that is not healthy, its state and first reason, on hover.
     tiles.health.box.title = sick.map((d) => `device ${d.device}: ${d.state}${d.reasons.length ? ' (' + d.reasons[0].reason + ')' : ''}`).join('\n');
     $('tiles').dataset.ts = String(S.ts);
+    $('tiles').dataset.tick = String(S.tick);
   }
   const isHeld = (i) => !(S.util[i] >= IDLE_UTIL) && Number.isFinite(S.util[i]) && S.coreMem[i] > HELD_BYTES;
 
@@ -642,6 +651,7 @@
       if (pod) tip.append(el('br'), `pod ${pod.namespace}/${pod.pod} · ${pod.container}`);
       tip.dataset.core = String(x.core);
       tip.dataset.ts = String(S.ts);
+      tip.dataset.tick = String(S.tick);
       tip.hidden = false;
       const cx = L.cells[i * 2], cy = L.cells[i * 2 + 1];
       const tw = tip.offsetWidth;
@@ -768,8 +778,8 @@
         return s;
       }));
     }
-    // HBM comes in its own request, which a new tick may reach first.
-    $('devices').dataset.ts = String(S.devMemTs);
+    $('devices').dataset.ts = String(S.ts);
+    $('devices').dataset.tick = String(S.tick);
   }
   function renderRow(i) {
     const d = S.inv.devices[i], r = rows[i], cats = S.catNames;
@@ -831,6 +841,7 @@
     });
     document.querySelector('#pods tbody').replaceChildren(...rows);
     $('pods').dataset.ts = String(S.ts);
+    $('pods').dataset.tick = String(S.tick);
   }
 
   // ---------- topology (SVG) ----------
