@@ -1,10 +1,12 @@
 // Dashboard end to end: the real daemon on the device model, the real page in
 // headless Chromium. Checks what a person relies on, saves screenshots of the
-// main views to $SCREENSHOT_DIR. Every wait is bounded.
+// main views to $SCREENSHOT_DIR. Every wait is bounded. The daemon's clock is
+// held (/api/v1/admin/ticks) and moved a tick at a time by the test: the page
+// and the API are compared on one tick, however slowly either runs.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDaemon, startKubelet, instances, launch, tempDir, cleanup, getJSON } from './lib.mjs';
+import { startDaemon, startKubelet, instances, launch, tempDir, cleanup, getJSON, getAnswer, holdTicks, runTicks } from './lib.mjs';
 
 const shots = process.env.SCREENSHOT_DIR || 'screenshots';
 mkdirSync(shots, { recursive: true });
@@ -27,6 +29,21 @@ const loaded = (page, range) => page.waitForFunction((r) => {
   const c = document.getElementById('charts');
   return c.dataset.loaded === r && c.querySelectorAll('.uplot').length > 0;
 }, range, { timeout: 20000 });
+// Until every part of the page that carries the tick it shows (tiles, devices
+// table, runtimes) shows tick t: the page polls once per interval.
+const shows = (page, t) => page.waitForFunction((want) => ['tiles', 'devices', 'runtimes']
+  .every((id) => document.getElementById(id).dataset.tick === want), String(t), { timeout: 20000 });
+// Rates need two ticks the page has seen: once it shows the held tick, one
+// more is run, and the link rate is waited for.
+async function twoTicksShown(page, api, held) {
+  await shows(page, held.tick);
+  const next = await runTicks(api, 1);
+  await shows(page, next.tick);
+  await page.waitForFunction(() => /B\/s/.test(document.getElementById('topo-desc').textContent), null, { timeout: 10000 });
+  return next;
+}
+// The next frame painted after a change the page reacts to (a colour scheme).
+const painted = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 
 async function main() {
   step = 'daemon';
@@ -40,7 +57,7 @@ async function main() {
     { namespace: 'serve', name: 'infer-0', containers: [{ name: 'server', devices: [{ resource: 'aws.amazon.com/neuron', ids: ['5'] }] }] },
     { namespace: 'batch', name: 'hold-0', containers: [{ name: 'main', devices: [{ resource: 'aws.amazon.com/neurondevice', ids: ['12'] }] }] },
   ]);
-  const extra = ['--pod-resources-socket', kubelet.socket];
+  const extra = ['--pod-resources-socket', kubelet.socket, '--enable-admin'];
   daemon = await startDaemon({ backend, db: join(work, 'a.db'), extra });
   const api = daemon.url;
   const inv = await getJSON(`${api}api/v1/devices`);
@@ -55,8 +72,12 @@ async function main() {
   await page.goto(`${api}#device=0&range=live`);
   await state(page, 'live');
   await loaded(page, 'live');
-  // Rates need two samples; wait for the link rate to be shown.
-  await page.waitForFunction(() => /B\/s/.test(document.getElementById('topo-desc').textContent), null, { timeout: 15000 });
+  // From here on the daemon's clock is held: the page says so, and the test
+  // moves it tick by tick.
+  let held = await holdTicks(api);
+  await state(page, 'held');
+  assert.match(await page.textContent('#banner'), /clock is held/);
+  held = await twoTicksShown(page, api, held);
 
   step = 'heatmap core count';
   const cores = await page.$eval('#heatmap', (c) => Number(c.dataset.cores));
@@ -64,8 +85,8 @@ async function main() {
   assert.equal(await page.locator('#devices tbody tr').count(), inv.devices.length, 'one table row per device');
   await page.waitForFunction(() => document.querySelectorAll('#hbm-legend span').length > 0, null, { timeout: 20000 });
   assert.ok(await page.$eval('#devices tbody tr:nth-child(10)', (r) => r.classList.contains('down')), 'neuron9 shown down');
-  const held = await page.$$eval('.tile', (ts) => ts.find((t) => t.querySelector('dt').textContent === 'Idle, memory held').querySelector('dd').firstChild.textContent);
-  assert.ok(Number(held) > 0, `idle cores holding memory are counted (${held})`);
+  const idleHeld = await page.$$eval('.tile', (ts) => ts.find((t) => t.querySelector('dt').textContent === 'Idle, memory held').querySelector('dd').firstChild.textContent);
+  assert.ok(Number(idleHeld) > 0, `idle cores holding memory are counted (${idleHeld})`);
   await shot(page, 'trn1.32xlarge-overview-light');
 
   step = 'pods';
@@ -87,31 +108,31 @@ async function main() {
   await page.focus('#heatmap');
   await page.keyboard.press('Home');
   for (let i = 0; i < 7; i++) await page.keyboard.press('ArrowRight');
-  // Right after the page shows a new tick, /api/v1/latest almost always
-  // still has that tick; retry the rare time a tick fell in between.
-  let matched = false;
-  for (let attempt = 0; attempt < 20 && !matched; attempt++) {
-    const prev = await page.$eval('#tip', (t) => Number(t.dataset.ts));
-    await page.waitForFunction((p) => Number(document.getElementById('tip').dataset.ts) !== p, prev, { timeout: 10000 });
-    const [util, mem] = await Promise.all([
-      getJSON(`${api}api/v1/latest?metric=neuroncore_utilization_ratio&neuroncore=${target}`).then((d) => d.result[0]),
-      getJSON(`${api}api/v1/latest?metric=neuron_device_memory_used_bytes&neuron_device=3`).then((d) => d.result[0]),
-    ]);
-    const seen = await page.evaluate(() => {
-      const tip = document.getElementById('tip');
-      const row = document.querySelectorAll('#devices tbody tr')[3];
-      return { core: tip.dataset.core, ts: Number(tip.dataset.ts), text: tip.textContent,
-        hbmTs: Number(document.getElementById('devices').dataset.ts), bytes: row.querySelector('.txt').dataset.bytes };
-    });
-    assert.equal(seen.core, String(target), 'arrow keys move the focus to the 8th core');
-    if (util.value[0] === seen.ts && mem.value[0] === seen.hbmTs) {
-      assert.ok(seen.text.includes(`utilization ${(Number(util.value[1]) * 100).toFixed(1)} %`), `tooltip "${seen.text}" shows ${util.value[1]}`);
-      assert.equal(Number(seen.bytes), Number(mem.value[1]), 'HBM used of neuron3 matches');
-      assert.ok(seen.text.includes(`memory held`), 'tooltip shows memory held');
-      matched = true;
-    }
-  }
-  assert.ok(matched, 'caught the page and /api/v1/latest on the same tick');
+  // The clock is held: the API answers from the held tick, and the page,
+  // once its tooltip shows that tick, shows it everywhere (one request).
+  const [util, mem] = await Promise.all([
+    getAnswer(`${api}api/v1/latest?metric=neuroncore_utilization_ratio&neuroncore=${target}`),
+    getAnswer(`${api}api/v1/latest?metric=neuron_device_memory_used_bytes&neuron_device=3`),
+  ]);
+  assert.deepEqual([util.tick, mem.tick], [held.tick, held.tick], 'the API answers from the held tick');
+  await page.waitForFunction((t) => document.getElementById('tip').dataset.tick === t, String(held.tick), { timeout: 10000 });
+  const seen = await page.evaluate(() => {
+    const tip = document.getElementById('tip');
+    const row = document.querySelectorAll('#devices tbody tr')[3];
+    const ticks = ['tiles', 'devices', 'runtimes'].map((id) => document.getElementById(id).dataset);
+    return { core: tip.dataset.core, ts: Number(tip.dataset.ts), text: tip.textContent, tick: tip.dataset.tick,
+      hbmTs: Number(document.getElementById('devices').dataset.ts), bytes: row.querySelector('.txt').dataset.bytes,
+      ticks: ticks.map((d) => d.tick), stamps: ticks.map((d) => Number(d.ts)) };
+  });
+  assert.equal(seen.core, String(target), 'arrow keys move the focus to the 8th core');
+  const at = held.timestamp;
+  assert.deepEqual([util.data.result[0].value[0], mem.data.result[0].value[0]], [at, at], 'the API\'s values are of the held tick');
+  assert.deepEqual({ ts: seen.ts, hbmTs: seen.hbmTs, ticks: seen.ticks, stamps: seen.stamps },
+    { ts: at, hbmTs: at, ticks: Array(3).fill(String(held.tick)), stamps: Array(3).fill(at) }, 'the page shows the held tick, one tick on one screen');
+  const u = util.data.result[0].value[1];
+  assert.ok(seen.text.includes(`utilization ${(Number(u) * 100).toFixed(1)} %`), `tooltip "${seen.text}" shows ${u}`);
+  assert.equal(Number(seen.bytes), Number(mem.data.result[0].value[1]), 'HBM used of neuron3 matches');
+  assert.ok(seen.text.includes(`memory held`), 'tooltip shows memory held');
   assert.match(await page.textContent('#core-focus'), new RegExp(`NeuronCore ${target}, (runtime [^:]+|no runtime): utilization`), 'focused core is announced');
 
   step = 'who uses which core';
@@ -121,14 +142,15 @@ async function main() {
   assert.equal(owner.neuroncore, target);
   assert.ok(owner.runtime_tag, 'neuron3 core is held by a runtime');
   assert.ok((await page.textContent('#tip')).includes(`runtime ${owner.runtime_tag} (pid ${owner.pid})`), 'tooltip names the runtime');
-  // The runtimes table: one row per runtime with its pid and cores. A
-  // runtime may start or exit between the two reads: compare those in both.
-  await page.waitForFunction(() => document.querySelectorAll('#runtimes tbody tr[data-runtime]').length > 0, null, { timeout: 20000 });
-  const rts = (await getJSON(`${api}api/v1/runtimes`)).runtimes;
+  // The runtimes table: one row per runtime with its pid and cores, the
+  // held tick's, as the API lists them.
+  await shows(page, held.tick);
+  const rts = await getAnswer(`${api}api/v1/runtimes`);
+  assert.equal(rts.tick, held.tick, 'the runtimes are the held tick\'s');
   const shown = await page.$$eval('#runtimes tbody tr[data-runtime]', (rs) => rs.map((r) => [r.dataset.runtime, r.children[1].textContent, r.children[2].textContent]));
-  const both = rts.filter((r) => shown.some((x) => x[0] === r.runtime_tag));
-  assert.ok(both.length >= rts.length - 1 && both.length > 0, `runtimes shown ${shown.map((x) => x[0])} as the API lists them`);
-  for (const r of both) {
+  assert.deepEqual(shown.map((x) => x[0]), rts.data.runtimes.map((r) => r.runtime_tag), 'runtimes shown as the API lists them');
+  assert.ok(shown.length > 0, 'runtimes are shown');
+  for (const r of rts.data.runtimes) {
     const row = shown.find((x) => x[0] === r.runtime_tag);
     assert.equal(row[1], String(r.pid), `pid of ${r.runtime_tag}`);
     assert.ok(row[2].startsWith(`${r.neuroncores[0]}`) && row[2].includes(`neuron${r.neuron_devices[0]}`), `cores of ${r.runtime_tag}: ${row[2]}`);
@@ -160,8 +182,8 @@ async function main() {
   assert.equal(titles.length, 4, `device charts: ${titles.join(', ')}`);
   assert.ok(await page.$eval('#charts', (c) => Number(c.dataset.points) > 0), 'live history has points');
   // Live mode appends the next tick to the charts.
-  const before = await page.$eval('#charts', (c) => Number(c.dataset.lastX || 0));
-  await page.waitForFunction((b) => Number(document.getElementById('charts').dataset.lastX) > b, before, { timeout: 10000 });
+  held = await runTicks(api, 1);
+  await page.waitForFunction((t) => Number(document.getElementById('charts').dataset.lastX) === t, held.timestamp, { timeout: 10000 });
   await page.evaluate(() => window.scrollTo(0, document.getElementById('charts-title').getBoundingClientRect().top + window.scrollY - 70));
   await page.screenshot({ path: join(shots, 'trn1.32xlarge-device-charts.png') });
 
@@ -192,7 +214,9 @@ async function main() {
   step = 'dark scheme';
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.waitForTimeout(1200);
+  await page.waitForFunction(() => matchMedia('(prefers-color-scheme: dark)').matches, null, { timeout: 5000 });
+  await painted(page);
+  await loaded(page, 'live');
   await shot(page, 'trn1.32xlarge-overview-dark');
   await page.emulateMedia({ colorScheme: 'light' });
 
@@ -218,17 +242,20 @@ async function main() {
   const big = 'trn3-gen2-ultraserver';
   if ((await instances()).includes(big)) {
     step = big;
-    const d2 = await startDaemon({ backend: `model:${big},scenario=mixed,memory_categories=on`, db: join(work, 'b.db') });
+    const d2 = await startDaemon({ backend: `model:${big},scenario=mixed,memory_categories=on`, db: join(work, 'b.db'), extra: ['--enable-admin'] });
     try {
+      const held2 = await holdTicks(d2.url);
       const inv2 = await getJSON(`${d2.url}api/v1/devices`);
       await page.goto(`${d2.url}#device=0&range=live`);
-      await state(page, 'live');
+      await state(page, 'held');
       await loaded(page, 'live');
-      await page.waitForFunction(() => /B\/s/.test(document.getElementById('topo-desc').textContent), null, { timeout: 15000 });
+      await twoTicksShown(page, d2.url, held2);
       assert.equal(await page.$eval('#heatmap', (c) => Number(c.dataset.cores)), inv2.devices.reduce((n, d) => n + d.cores, 0));
       await shot(page, `${big}-overview-light`);
       await page.emulateMedia({ colorScheme: 'dark' });
-      await page.waitForTimeout(1200);
+      await page.waitForFunction(() => matchMedia('(prefers-color-scheme: dark)').matches, null, { timeout: 5000 });
+      await painted(page);
+      await loaded(page, 'live');
       await shot(page, `${big}-overview-dark`);
     } finally {
       await d2.stop();

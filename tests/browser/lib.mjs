@@ -20,7 +20,13 @@ export function tempDir(prefix) {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-// Resolves to { proc, port, url, stop() } once the daemon logs its port.
+// Every bound on waiting is ten times longer when the daemon runs under a
+// wrapper (valgrind), as in tests/integration/lib.sh.
+export const SLOW = process.env.NEUROND_WRAPPER ? 10 : 1;
+
+// Resolves to { proc, port, url, stop() } once the daemon logs its port:
+// within 60 s (times SLOW), a bound for a loaded machine that costs nothing
+// when the daemon is quick, as the wait ends with the log line.
 export function startDaemon({ backend, db, port = 0, extra = [] }) {
   const args = ['--listen', `127.0.0.1:${port}`, '--db', db, '--web-root', env('DASHBOARD_ROOT'), '--backend', backend, ...extra];
   // neurond refuses to run as root unless told to; CI runs the tests as root.
@@ -29,7 +35,7 @@ export function startDaemon({ backend, db, port = 0, extra = [] }) {
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, sig) => resolve({ code, sig })));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`daemon did not start: ${log}`)); }, 15000);
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`daemon did not start within ${60 * SLOW} s: ${log}`)); }, 60000 * SLOW);
     proc.stderr.on('data', (chunk) => {
       log += chunk;
       const m = /listening on port (\d+)/.exec(log);
@@ -95,9 +101,25 @@ export function cleanup(dir) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-export async function getJSON(url) {
-  const res = await fetch(url);
+// The whole answer ({ status, tick, data }) of a successful JSON request.
+export async function getAnswer(url, init) {
+  const res = await fetch(url, init);
   const body = await res.json();
   if (body.status !== 'success') throw new Error(`${url}: ${body.error}`);
-  return body.data;
+  return body;
 }
+
+export async function getJSON(url) {
+  return (await getAnswer(url)).data;
+}
+
+// The daemon's clock (/api/v1/admin/ticks; the daemon needs --enable-admin):
+// holdTicks() stops its timer, answered once no tick of it follows;
+// runTicks(n) runs n ticks and resolves once the last is published. Both
+// resolve to { tick, timestamp }, the latest tick then.
+async function ticks(api, query) {
+  const body = await getAnswer(`${api}api/v1/admin/ticks?${query}`, { method: 'POST', signal: AbortSignal.timeout(300000 * SLOW) });
+  return { tick: body.tick, timestamp: body.data.timestamp };
+}
+export const holdTicks = (api) => ticks(api, 'hold=true');
+export const runTicks = (api, n) => ticks(api, `run=${n}`);
