@@ -3,10 +3,15 @@
 # stored sample to a real Prometheus (its remote write receiver) and a real
 # VictoriaMetrics; Prometheus evaluates contrib's fleet recording rules, and
 # every query of contrib's fleet dashboard returns data. Then
-# VictoriaMetrics is stopped for OUTAGE_S seconds of simulated time and
+# VictoriaMetrics is stopped for OUTAGE_S seconds of the daemons' time and
 # started again: afterwards each receiver holds every tick each daemon
 # stored, once (no gap, no repeat), the databases stayed within their size
 # cap, and /metrics answered every scrape meanwhile.
+#
+# The daemons' clocks are held and driven (/api/v1/admin/ticks), all to
+# the same stamps: driven ticks are stamped on the interval's grid, so once
+# every node is driven to one stamp, the same ticks bring each to the same
+# next ones. The receivers run on their own clocks in real time.
 #
 # FLEET_NODES, FLEET_BACKEND: how many daemons, on which model instance.
 # FLEET_ULTRASERVER=1: the daemons are the hosts of one UltraServer (node=K
@@ -22,7 +27,6 @@ NODES=${FLEET_NODES:-4}
 BACKEND=${FLEET_BACKEND:-model:trn1.32xlarge}
 ULTRASERVER=${FLEET_ULTRASERVER:-0}
 SEED=11
-SPEED=5
 INTERVAL_S=10
 OUTAGE_S=300
 DB_CAP=16M
@@ -61,39 +65,70 @@ k=0
 while [ "$k" -lt "$NODES" ]; do
   node_conf "$k"
   if [ "$ULTRASERVER" = 1 ]; then node=",node=$k"; else node=; fi
-  start_daemon "node$k" --backend "$BACKEND$node,seed=$SEED,speed=$SPEED" --interval "${INTERVAL_S}s" \
-    --config "$TEST_TMP/node$k.conf"
+  start_daemon "node$k" --backend "$BACKEND$node,seed=$SEED" --interval "${INTERVAL_S}s" \
+    --config "$TEST_TMP/node$k.conf" --enable-admin
   eval "URL_$k=\$URL"
   k=$((k + 1))
 done
 
-# The newest tick every daemon has stored, Unix seconds: queries at it see
-# every node. One process asks them all for their status: with 36 nodes,
-# a tick's whole /metrics from each would make every try take seconds.
-common_tick() {
+# fleet_ticks hold | align | run N: every node's clock, all nodes at once
+# (one process, requests in parallel). hold stops every timer; align runs
+# a tick on each, which lands on the interval's grid, then on each node
+# behind the newest as many as bring it there; run N runs N on each. align
+# and run set STAMP to the stamp of every node's latest tick (Unix
+# seconds), and fail unless all nodes have that one.
+fleet_ticks() {
   _k=0
   _urls=
   while [ "$_k" -lt "$NODES" ]; do
-    _urls="$_urls $(eval "echo \$URL_$_k")/api/v1/status"
+    _urls="$_urls $(eval "echo \$URL_$_k")"
     _k=$((_k + 1))
   done
   # shellcheck disable=SC2086 # one argument per node
-  python3 - $_urls <<'PY'
+  _out=$(python3 - "$INTERVAL_S" "$1" "${2:-0}" $_urls <<'PY'
 import json, sys, urllib.request
-try:
-    ticks = [json.load(urllib.request.urlopen(url, timeout=10))["data"]["last_tick"] for url in sys.argv[1:]]
-except (OSError, ValueError) as e:
-    sys.exit(f"no status: {e}")
-if None in ticks:
-    sys.exit(1)
-print(min(ticks))
+from concurrent.futures import ThreadPoolExecutor
+
+interval, cmd, n, urls = int(sys.argv[1]) * 1000, sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+
+
+def post(url, query):
+    """The stamp of the node's latest tick (ms) once the request is done."""
+    request = urllib.request.Request(f"{url}/api/v1/admin/ticks?{query}", method="POST")
+    with urllib.request.urlopen(request, timeout=300) as r:
+        body = json.load(r)
+    if body.get("status") != "success":
+        sys.exit(f"{url}: {body}")
+    return round(float(body["data"]["timestamp"]) * 1000)
+
+
+with ThreadPoolExecutor(max_workers=8) as pool:
+    if cmd == "hold":
+        list(pool.map(lambda u: post(u, "hold=true"), urls))
+        sys.exit(0)
+    if cmd == "align":
+        stamps = list(pool.map(lambda u: post(u, "run=1"), urls))
+        newest = max(stamps)
+        stamps = list(pool.map(lambda a: post(a[0], f"run={(newest - a[1]) // interval}") if a[1] < newest else a[1],
+                               zip(urls, stamps)))
+    else:
+        stamps = list(pool.map(lambda u: post(u, f"run={n}"), urls))
+if len(set(stamps)) != 1:
+    sys.exit("the nodes' latest ticks differ: " + ", ".join(f"node{k} {s}" for k, s in enumerate(stamps)))
+print("%d.%03d" % divmod(stamps[0], 1000))
 PY
+) || fail "fleet_ticks $*: $_out"
+  STAMP=$_out
 }
 
+# Every node on one stamp, held there: queries at it see every node.
+fleet_ticks hold
+fleet_ticks align
+echo "every node's clock held and driven to $STAMP"
+
 devices_everywhere() {
-  _t=$(common_tick) || return 1
-  [ "$(rx_value prom 'count(neuron_device_up == 1)' "$_t")" = "$1" ] &&
-    [ "$(rx_value vm 'count(neuron_device_up == 1)' "$_t")" = "$1" ]
+  [ "$(rx_value prom 'count(neuron_device_up == 1)' "$STAMP")" = "$1" ] &&
+    [ "$(rx_value vm 'count(neuron_device_up == 1)' "$STAMP")" = "$1" ]
 }
 
 devices=$(URL=$URL_0 http /api/v1/devices) || fail "node0 does not answer /api/v1/devices"
@@ -103,74 +138,65 @@ wait_until 120 devices_everywhere $((per_node * NODES)) ||
 echo "both receivers hold $((per_node * NODES)) devices of $NODES nodes"
 
 # --- One UltraServer as its hosts: every core of it, and each link's two
-# sides agree. Daemons stamp their own ticks, so the two sides are compared
-# over a window of the sender's ticks against the receiving node's ticks
-# just inside and just outside it: the bytes sent lie between the two.
+# sides agree: on each of LINK_TICKS ticks, stamped alike on every node,
+# what a device sent to a device on another node is what that node says
+# it received from it.
+LINK_TICKS=12
 if [ "$ULTRASERVER" = 1 ]; then
   cores() {
     echo "$devices" | python3 -c 'import json, sys; print(sum(d[sys.argv[1]] for d in json.load(sys.stdin)["data"]["devices"]))' "$1"
   }
   cores_everywhere() {
-    _t=$(common_tick) || return 1
     for _rx in prom vm; do
-      [ "$(rx_value "$_rx" 'count(neuroncore_utilization_ratio)' "$_t")" = $(($(cores cores) * NODES)) ] || return 1
-      [ "$(rx_value "$_rx" 'count(neuroncore_physical_utilization_ratio)' "$_t")" = $(($(cores physical_cores) * NODES)) ] ||
+      [ "$(rx_value "$_rx" 'count(neuroncore_utilization_ratio)' "$STAMP")" = $(($(cores cores) * NODES)) ] || return 1
+      [ "$(rx_value "$_rx" 'count(neuroncore_physical_utilization_ratio)' "$STAMP")" = $(($(cores physical_cores) * NODES)) ] ||
         return 1
     done
   }
   wait_until 60 cores_everywhere ||
-    fail "the receivers do not hold $(($(cores physical_cores) * NODES)) physical cores: prom $(rx_value prom 'count(neuroncore_physical_utilization_ratio)'), vm $(rx_value vm 'count(neuroncore_physical_utilization_ratio)')"
+    fail "the receivers do not hold $(($(cores physical_cores) * NODES)) physical cores: prom $(rx_value prom 'count(neuroncore_physical_utilization_ratio)' "$STAMP"), vm $(rx_value vm 'count(neuroncore_physical_utilization_ratio)' "$STAMP")"
   echo "both receivers hold $(($(cores physical_cores) * NODES)) physical cores ($(($(cores cores) * NODES)) logical)"
 
+  link_from=$STAMP
+  fleet_ticks run "$LINK_TICKS"
+  link_to=$STAMP
   # link_agrees FROM_NODE FROM_DEVICE TO_NODE TO_DEVICE: node FROM's transmit
-  # to the peer against node TO's receive from it, in VictoriaMetrics.
+  # to the peer against node TO's receive from it, in VictoriaMetrics, tick
+  # by tick. Exit status 2: not every tick has arrived yet.
   link_agrees() {
-    _end=$(common_tick)
-    _start=$(python3 -c "import sys; print(float(sys.argv[1]) - 30 * $INTERVAL_S)" "$_end")
     rx_samples vm "neuron_link_transmit_bytes_total{instance=\"node$1\",neuron_device=\"$2\",peer_node=\"$3\",peer_device=\"$4\"}" \
-      "$_start" "$_end" >"$TEST_TMP/tx"
+      "$link_from" "$link_to" >"$TEST_TMP/tx"
     rx_samples vm "neuron_link_receive_bytes_total{instance=\"node$3\",neuron_device=\"$4\",peer_node=\"$1\",peer_device=\"$2\"}" \
-      "$_start" "$_end" >"$TEST_TMP/rx"
-    python3 - "$TEST_TMP/tx" "$TEST_TMP/rx" "$INTERVAL_S" <<'PY'
+      "$link_from" "$link_to" >"$TEST_TMP/rx"
+    python3 - "$TEST_TMP/tx" "$TEST_TMP/rx" "$link_from" "$link_to" "$INTERVAL_S" <<'PY'
 import sys
 def load(path):
-    return sorted((int(t), float(v)) for _, t, v in (line.split() for line in open(path)))
-tx, rx, interval = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3]) * 1000
-# Exit status 2: too few ticks received yet (daemons just started, or the
-# receiver behind them on a loaded machine); the caller asks again.
-if len(tx) < 10 or len(rx) < 10:
-    print("only %d transmit and %d receive samples" % (len(tx), len(rx)), file=sys.stderr)
+    return dict((int(t), float(v)) for _, t, v in (line.split() for line in open(path)))
+tx, rx = load(sys.argv[1]), load(sys.argv[2])
+first, last, interval = (round(float(a) * 1000) for a in sys.argv[3:6])
+stamps = list(range(first, last + 1, interval))
+missing = [t for t in stamps if t not in tx or t not in rx]
+if missing:
+    print("ticks %s not received yet" % missing[:3], file=sys.stderr)
     sys.exit(2)
-# The sender's window, from its second tick to its last but one: the
-# receiver has ticks outside it on either side.
-(t1, v1), (t2, v2) = tx[1], tx[-2]
-inner = [s for s in rx if t1 <= s[0] <= t2]
-before = [s for s in rx if s[0] <= t1]
-after = [s for s in rx if s[0] >= t2]
-if not inner or not before or not after:
-    print("the receiver's ticks do not bracket [%d, %d]" % (t1, t2), file=sys.stderr)
-    sys.exit(2)
-low, high = inner[-1][1] - inner[0][1], after[0][1] - before[-1][1]
-sent = v2 - v1
+extra = sorted(set(t for t in list(tx) + list(rx) if first <= t <= last) - set(stamps))
+if extra:
+    sys.exit("samples off the common stamps: %s" % extra[:3])
 # A whole byte either way: each side rounds its counter down.
-if not (low > 0 and low - 2 <= sent <= high + 2):
-    sys.exit("sent %.0f bytes in [%d, %d]; the peer received between %.0f and %.0f" % (sent, t1, t2, low, high))
-if after[0][0] - before[-1][0] > t2 - t1 + 2 * interval:
-    sys.exit("the receiver's ticks are more than an interval outside the window")
+wrong = [(a, b, tx[b] - tx[a], rx[b] - rx[a]) for a, b in zip(stamps, stamps[1:])
+         if abs((tx[b] - tx[a]) - (rx[b] - rx[a])) > 2]
+if wrong:
+    sys.exit("ticks where the bytes sent are not the bytes received: %s" % wrong[:3])
+if tx[last] - tx[first] <= 0:
+    sys.exit("the link carried nothing in [%d, %d]" % (first, last))
 PY
   }
   for pair in "0 0 1 2" "1 2 0 0" "17 3 35 1" "35 1 17 3" "5 0 5 3"; do
-    tries=30
-    while :; do
-      # shellcheck disable=SC2086
-      link_agrees $pair 2>"$TEST_TMP/why" && break
-      [ $? -eq 2 ] && [ "$tries" -gt 0 ] ||
-        fail "node$(echo "$pair" | cut -d' ' -f1)'s link to node$(echo "$pair" | cut -d' ' -f3) and the peer's disagree: $(cat "$TEST_TMP/why")"
-      tries=$((tries - 1))
-      sleep 2
-    done
+    # shellcheck disable=SC2086
+    link_ok() { link_agrees $pair 2>"$TEST_TMP/why" || { [ $? -eq 2 ] && return 1; fail "node$(echo "$pair" | cut -d' ' -f1)'s link to node$(echo "$pair" | cut -d' ' -f3) and the peer's disagree: $(cat "$TEST_TMP/why")"; }; }
+    wait_until 60 link_ok || fail "the receiver lacks ticks of node$(echo "$pair" | cut -d' ' -f1)'s link: $(cat "$TEST_TMP/why")"
   done
-  echo "each link's transmit on one node is its peer node's receive, within one interval"
+  echo "each link's transmit on one node is its peer node's receive, tick by tick over $LINK_TICKS ticks"
 fi
 
 # --- The fleet view: every dashboard query (the recorded series of the
@@ -189,21 +215,27 @@ every_query_has_data() {
     [ -n "$(rx_value prom "$_q")" ] || { echo "no data yet: $_q"; return 1; }
   done <"$TEST_TMP/fleet-queries"
 }
-wait_until 30 every_query_has_data >"$TEST_TMP/fleet-wait" ||
+# Prometheus evaluates the rules at its own clock: the rates need two of a
+# node's ticks in the minute before it, which the held stamp joins once the
+# wall clock reaches it (driven ticks run ahead of it).
+wait_until 60 every_query_has_data >"$TEST_TMP/fleet-wait" ||
   fail "a fleet dashboard query returns no data: $(tail -n 1 "$TEST_TMP/fleet-wait")"
 if [ "$ULTRASERVER" = 1 ]; then ultraservers=1; else ultraservers=$(((NODES + 1) / 2)); fi
 [ "$(rx_value prom 'count(ultraserver:neuron_devices_up:count)')" = "$ultraservers" ] ||
   fail "the fleet rules do not see $ultraservers UltraServers"
 echo "every one of the fleet dashboard's $(wc -l <"$TEST_TMP/fleet-queries") queries returns data"
 
-# --- The outage: VictoriaMetrics away for OUTAGE_S simulated seconds,
-# while /metrics is scraped throughout.
-outage_from=$(common_tick)
+# --- The outage: VictoriaMetrics away for OUTAGE_S seconds of the
+# daemons' ticks, driven a few at a time while every node's /metrics is
+# scraped between them.
+outage_from=$STAMP
 stop_receiver vm
 scrapes=0
 failed_scrapes=0
-deadline=$(($(date +%s) + OUTAGE_S / SPEED))
-while [ "$(date +%s)" -lt "$deadline" ]; do
+driven=0
+while [ "$driven" -lt $((OUTAGE_S / INTERVAL_S)) ]; do
+  fleet_ticks run 5
+  driven=$((driven + 5))
   k=0
   while [ "$k" -lt "$NODES" ]; do
     status=$(URL=$(eval "echo \$URL_$k") http_status /metrics)
@@ -211,15 +243,21 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     [ "$status" = 200 ] || failed_scrapes=$((failed_scrapes + 1))
     k=$((k + 1))
   done
-  sleep 1
 done
 [ "$failed_scrapes" = 0 ] || fail "$failed_scrapes of $scrapes scrapes of /metrics were not answered during the outage"
-behind=$(URL=$URL_0 metric_value 'neurond_remote_write_behind_seconds{endpoint="vm"}')
-python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.5 * float(sys.argv[2]))" "${behind:-0}" "$OUTAGE_S" ||
+# The writer says how far behind it is when it tries to send, at most a
+# second apart while the receiver is away (max_backoff); /metrics shows it
+# from the next tick on: one more tick on every node per look.
+behind_enough() {
+  fleet_ticks run 1
+  behind=$(URL=$URL_0 metric_value 'neurond_remote_write_behind_seconds{endpoint="vm"}')
+  python3 -c "import sys; sys.exit(float(sys.argv[1]) < 0.5 * float(sys.argv[2]))" "${behind:-0}" "$OUTAGE_S"
+}
+wait_until 20 behind_enough ||
   fail "node0 is only ${behind:-?} s behind the stopped receiver after a ${OUTAGE_S} s outage"
 restart_receiver vm
-outage_to=$(common_tick)
-echo "outage of $OUTAGE_S simulated seconds: $scrapes scrapes of /metrics answered"
+outage_to=$STAMP
+echo "outage of $OUTAGE_S s of ticks and more ($outage_from to $outage_to): $scrapes scrapes of /metrics answered"
 
 # --- No gap, no repeat: each node's stored ticks of one series, from its
 # own API (one-second buckets: one tick each, reported at the second it
