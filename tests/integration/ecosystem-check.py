@@ -2,7 +2,9 @@
 """AWS's neuron-monitor dashboard and Datadog's aws_neuron check against neurond.
 
 Run by ecosystem.sh, which starts a neurond per configuration and a real
-Prometheus scraping them all (one job each). For every job this evaluates
+Prometheus scraping them all (one job each), holds every neurond's clock and
+runs their ticks a scrape at a time, so that the scrapes go on meanwhile of
+one held tick. For every job this evaluates
 every query of AWS's Grafana dashboard through Prometheus's HTTP API, at the
 time of the job's latest scrape, narrowed to the job as the dashboard's
 ad-hoc filter would narrow it, and checks that each returns data and that
