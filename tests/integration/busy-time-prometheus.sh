@@ -1,8 +1,9 @@
 #!/bin/sh
-# A real Prometheus server scrapes the model every 15 s of its time (speed=15,
-# a scrape every wall second, a tick every simulated second) for about a
-# minute. Prometheus's rate() of neuroncore_busy_seconds_total, divided by
-# rate() of neurond_last_poll_timestamp_seconds scraped with it (which turns
+# A real Prometheus server scrapes the model every half second while the
+# test holds the daemon's clock and runs 15 ticks (15 simulated seconds) per
+# scrape, waiting for each to be scraped. Prometheus's rate() of
+# neuroncore_busy_seconds_total, divided by rate() of
+# neurond_last_poll_timestamp_seconds scraped with it (which turns
 # Prometheus's wall-clock seconds into the model's), must equal the mean of
 # every tick's neuroncore_utilization_ratio between the window's first and
 # last scrape, as the REST API stores them. avg_over_time() of the gauge,
@@ -10,15 +11,17 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/receivers.sh"
 
-# A scrape every 10 s at speed=1.5 under valgrind: still 15 s of model time.
-scrape=$SLOW
-start_daemon --backend "model:trn1.32xlarge,scenario=inference,seed=12,speed=$((15 / scrape)).$((15 % scrape))" \
-  --interval 1s
+ROUNDS=12
+start_daemon --backend "model:trn1.32xlarge,scenario=inference,seed=12" --interval 1s --enable-admin
+hold_ticks
 
+# Every 5 s under valgrind, where a scrape takes longer.
+scrape=500ms
+[ "$SLOW" -eq 1 ] || scrape=5s
 cat >"$TEST_TMP/prom.yml" <<YML
 global:
-  scrape_interval: ${scrape}s
-  scrape_timeout: ${scrape}s
+  scrape_interval: ${scrape}
+  scrape_timeout: ${scrape}
 scrape_configs:
   - job_name: neurond
     static_configs:
@@ -26,17 +29,25 @@ scrape_configs:
 YML
 start_prometheus_receiver prom
 
-scrapes() {
-  rx_value prom "count_over_time(up{job=\"neurond\"}[$((45 * scrape))s])"
+# scraped STAMP: Prometheus's latest scrape saw the tick stamped STAMP.
+scraped() {
+  [ "$(rx_value prom 'neurond_last_poll_timestamp_seconds{job="neurond"}')" = "$1" ]
 }
-enough_scrapes() { [ "$(scrapes)" -ge 40 ] 2>/dev/null; }
-wait_until 120 enough_scrapes || fail "Prometheus made $(scrapes) scrapes, expected 40; $(tail -n 5 "$TEST_TMP/prom.log")"
+run_ticks 1
+first_stamp=$(http /api/v1/admin/ticks | sed -n 's/.*"timestamp":\([0-9.]*\).*/\1/p')
+wait_until 30 scraped "${first_stamp%.000}" || fail "Prometheus did not scrape tick $TICK: $(tail -n 5 "$TEST_TMP/prom.log")"
+round=0
+while [ "$round" -lt "$ROUNDS" ]; do
+  run_ticks 15
+  stamp=$(http /api/v1/admin/ticks | sed -n 's/.*"timestamp":\([0-9.]*\).*/\1/p')
+  wait_until 30 scraped "${stamp%.000}" || fail "Prometheus did not scrape tick $TICK"
+  round=$((round + 1))
+done
 
-python3 - "$URL" "$(receiver_url prom)" "$scrape" <<'PY' || fail "Prometheus's rate() of busy time is not the mean utilization (above)"
+python3 - "$URL" "$(receiver_url prom)" "$first_stamp" "$stamp" <<'PY' || fail "Prometheus's rate() of busy time is not the mean utilization (above)"
 import json, sys, time, urllib.parse, urllib.request
 
-neurond, prom, scrape = sys.argv[1:]
-WINDOW = f"{30 * int(scrape)}s"  # 30 scrapes, 450 s of the model's time
+neurond, prom, first_driven, last_driven = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 
 
 def get(base, path, **params):
@@ -50,7 +61,13 @@ def key(labels):
     return labels["neuroncore"], labels.get("runtime_tag", "")
 
 
-at = time.time() - 2 * int(scrape)  # a moment every scrape of the window has finished
+# The window: from the first scrape of the first driven tick to the first
+# scrape of the last, at the times Prometheus scraped them.
+scrapes = [(float(t), float(v)) for t, v in get(prom, "/api/v1/query", query="neurond_last_poll_timestamp_seconds[10m]",
+                                                 time=f"{time.time():.3f}")[0]["values"]]
+start = min(t for t, v in scrapes if v == first_driven)
+at = min(t for t, v in scrapes if v == last_driven)
+WINDOW = f"{round((at - start) * 1000) + 1}ms"
 promql = lambda q: get(prom, "/api/v1/query", query=q, time=f"{at:.3f}")
 ratio = {key(s["metric"]): float(s["value"][1]) for s in promql(
     f"rate(neuroncore_busy_seconds_total[{WINDOW}]) / on (instance, job) group_left"
@@ -59,9 +76,13 @@ naive = {key(s["metric"]): float(s["value"][1]) for s in promql(
     f"avg_over_time(neuroncore_utilization_ratio[{WINDOW}])")}
 stamps = [float(v) for _, v in promql(f"neurond_last_poll_timestamp_seconds[{WINDOW}]")[0]["values"]]
 samples = {key(s["metric"]): len(s["values"]) for s in promql(f"neuroncore_busy_seconds_total[{WINDOW}]")}
-# Ticks are 1 s apart at a fixed offset within the second: with step=1s the
-# REST API reports each in the bucket of its whole second.
+# Driven ticks are stamped on whole seconds: with step=1s the REST API
+# reports each in the bucket of its second.
 first, last = round(stamps[0] * 1000) // 1000 * 1000, round(stamps[-1] * 1000) // 1000 * 1000
+if (first, last) != (round(first_driven * 1000), round(last_driven * 1000)):
+    print(f"FAIL: the window's scrapes saw ticks {first}..{last}, not the driven {first_driven}..{last_driven}",
+          file=sys.stderr)
+    sys.exit(1)
 
 gauge = {}
 for s in get(neurond, "/api/v1/query_range", metric="neuroncore_utilization_ratio",
@@ -83,6 +104,8 @@ for k, r in ratio.items():
     err_naive.append(abs(naive[k] - truth))
     if abs(r - truth) > 1e-6:
         bad.append(f"core {k}: rate ratio {r!r}, mean of {len(ticks) - 1} ticks {truth!r}")
+if len(stamps) < 10:
+    bad.append(f"only {len(stamps)} scrapes in the window")
 if len(err_rate) < 24:
     bad.append(f"only {len(err_rate)} cores compared")
 for line in bad[:20]:
