@@ -2,7 +2,8 @@
 # Driver strings that are not UTF-8 (a damaged or hostile driver): in a
 # copy of the Trn1 fixture the device name, the instance type and the
 # serial number hold bytes that are not UTF-8, and quotes. A real Prometheus
-# scrapes the daemon every second for 12 s: the target must stay up (it
+# scrapes the daemon every half second while the test runs its held clock a
+# tick per scrape, for ten: the target must stay up through every one (it
 # drops a whole scrape for one label value that is not UTF-8), and
 # /metrics and the API must be valid UTF-8 with the bad bytes as U+FFFD.
 . "$(dirname "$0")/lib.sh"
@@ -15,22 +16,38 @@ printf 'Train\344ium\377"1\n' >"$arch/device_name"
 printf 'trn1.\300\25732xl"arge\n' >"$arch/instance_type"
 # A UTF-16 surrogate, which UTF-8 may not encode.
 printf 'SN\355\240\200-7\n' >"$TEST_TMP/trn1/devices/virtual/neuron_device/neuron0/info/serial_number"
-start_daemon --backend "sysfs:$TEST_TMP/trn1" --interval 500ms
+start_daemon --backend "sysfs:$TEST_TMP/trn1" --interval 500ms --enable-admin
+hold_ticks
 
-# Every second (every ten under valgrind, where a scrape takes longer).
+# Every half second (every five under valgrind, where a scrape takes longer).
+scrape=$((SLOW * 500))ms
 cat >"$TEST_TMP/prom.yml" <<YML
 global:
-  scrape_interval: ${SLOW}s
-  scrape_timeout: ${SLOW}s
+  scrape_interval: $scrape
+  scrape_timeout: $scrape
 scrape_configs:
   - job_name: neurond
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
 start_prometheus_receiver prom
-sleep $((12 * SLOW))
-up=$(rx_value prom "min_over_time(up{job=\"neurond\"}[$((10 * SLOW))s])")
+# scraped STAMP: Prometheus's latest successful scrape saw the tick stamped STAMP.
+scraped() {
+  _seen=$(rx_value prom 'neurond_last_poll_timestamp_seconds{job="neurond"}')
+  [ -n "$_seen" ] && awk -v a="$_seen" -v b="$1" 'BEGIN { exit !(a == b) }'
+}
+rounds=0
+while [ "$rounds" -lt 10 ]; do
+  run_ticks 1
+  stamp=$(http /api/v1/admin/ticks | sed -n 's/.*"timestamp":\([0-9.]*\).*/\1/p')
+  wait_until 20 scraped "$stamp" || fail "Prometheus did not scrape tick $TICK: $(curl -sS "$(receiver_url prom)/api/v1/targets")"
+  rounds=$((rounds + 1))
+done
+# Every scrape since the first, successful ones or not.
+up=$(rx_value prom "min_over_time(up{job=\"neurond\"}[5m])")
+scrapes=$(rx_value prom "count_over_time(up{job=\"neurond\"}[5m])")
 [ "$up" = 1 ] || fail "up was not 1 throughout: '$up'; $(curl -sS "$(receiver_url prom)/api/v1/targets")"
+[ "${scrapes:-0}" -ge 10 ] || fail "only '$scrapes' scrapes"
 [ "$(rx_value prom 'count(neurond_build_info{job="neurond",instance_type="trn1.\uFFFD\uFFFD32xl\"arge"})')" = 1 ] ||
   fail "build_info's instance_type in Prometheus: $(rx_query prom 'neurond_build_info')"
 
@@ -45,4 +62,4 @@ assert device["serial_number"] == "SN\ufffd\ufffd\ufffd-7", device["serial_numbe
 PY
 stop_receiver prom
 stop_daemon
-echo "PASS: up stayed 1 with driver strings that are not UTF-8"
+echo "PASS: up stayed 1 through $scrapes scrapes of ten ticks with driver strings that are not UTF-8"
