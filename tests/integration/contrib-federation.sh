@@ -6,8 +6,8 @@
 # summed by Prometheus (a query and the recording rules) must match what the
 # daemons' own /metrics say.
 #
-# The daemons run with a 1 h interval: after their start-up tick the values
-# stay put, so every scrape sees the same figures and the comparison does not
+# The daemons' clocks are held (/api/v1/admin/ticks) right after they start:
+# every scrape sees the held tick's figures, and the comparison does not
 # depend on tick timing.
 . "$(dirname "$0")/lib.sh"
 need prometheus
@@ -27,15 +27,17 @@ set -- $("$NEUROND" --list-instances | awk 'NR > 1 { print $1 }')
 m1=$1 m2=${2:-$1} m3=${3:-$1}
 [ "$m3" = "$m1" ] && [ $# -ge 2 ] && m3=$2
 mkdir -p "$TEST_TMP/prom/targets" "$TEST_TMP/prom/targets-tls"
-start_daemon d1 --interval 1h --backend "model:$m1,seed=11"
-start_daemon d2 --interval 1h --backend "model:$m2,seed=22"
+start_daemon d1 --backend "model:$m1,seed=11" --enable-admin
+start_daemon d2 --backend "model:$m2,seed=22" --enable-admin
 echo "- targets: [\"127.0.0.1:$(daemon_port d1)\", \"127.0.0.1:$(daemon_port d2)\"]" >"$TEST_TMP/prom/targets/test.yml"
-start_daemon d3 --interval 1h --backend "model:$m3,seed=33" --config "$TEST_TMP/tls.conf"
+start_daemon d3 --backend "model:$m3,seed=33" --config "$TEST_TMP/tls.conf" --enable-admin
 echo "- targets: [\"127.0.0.1:$(daemon_port d3)\"]" >"$TEST_TMP/prom/targets-tls/test.yml"
 for i in 1 2 3; do
         URL=http://127.0.0.1:$(daemon_port "d$i")
         [ "$i" != 3 ] || URL=https://127.0.0.1:$(daemon_port d3)
-        wait_until tick_at_least 1 || fail "daemon $i did not tick"
+        held=$(http '/api/v1/admin/ticks?hold=true' -X POST -u prometheus:scrape-pw) &&
+                case $held in *'"held":true'*) ;; *) false ;; esac || fail "daemon $i: hold: $held"
+        eval "held$i=\$(tick_of \"\$held\")"
         http /metrics --fail -u prometheus:scrape-pw >"$TEST_TMP/metrics$i.txt"
 done
 
@@ -109,5 +111,11 @@ PY
 
 kill -TERM "$ppid"
 wait_helper "$ppid" || fail "Prometheus did not stop cleanly"
-for i in 1 2 3; do stop_daemon "d$i"; done
+# The clocks stayed held: every scrape was of the held tick.
+for i in 1 2 3; do
+        URL=http://127.0.0.1:$(daemon_port "d$i")
+        [ "$i" != 3 ] || URL=https://127.0.0.1:$(daemon_port d3)
+        [ "$(healthz_tick)" = "$(eval "echo \$held$i")" ] || fail "daemon $i ticked while held"
+        stop_daemon "d$i"
+done
 echo "Prometheus summed $cores cores over 3 daemons ($m1, $m2, $m3) to the daemons' own figures"
