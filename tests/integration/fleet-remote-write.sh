@@ -61,22 +61,33 @@ max_backoff = 1s
 CONF
 }
 
+# Every daemon is started at once, then each one's port waited for: their
+# start-ups overlap.
 k=0
 while [ "$k" -lt "$NODES" ]; do
   node_conf "$k"
   if [ "$ULTRASERVER" = 1 ]; then node=",node=$k"; else node=; fi
-  start_daemon "node$k" --backend "$BACKEND$node,seed=$SEED" --interval "${INTERVAL_S}s" \
+  spawn_daemon "node$k" --backend "$BACKEND$node,seed=$SEED" --interval "${INTERVAL_S}s" \
     --config "$TEST_TMP/node$k.conf" --enable-admin
-  eval "URL_$k=\$URL"
+  k=$((k + 1))
+done
+k=0
+while [ "$k" -lt "$NODES" ]; do
+  DAEMON_NAME=node$k
+  DAEMON_PID=$(daemon_pid "node$k")
+  wait_until 60 port_logged || fail "daemon node$k did not log its port within $((60 * SLOW)) s"
+  eval "URL_$k=http://127.0.0.1:$(daemon_port "node$k")"
   k=$((k + 1))
 done
 
-# fleet_ticks hold | align | run N: every node's clock, all nodes at once
-# (one process, requests in parallel). hold stops every timer; align runs
-# a tick on each, which lands on the interval's grid, then on each node
-# behind the newest as many as bring it there; run N runs N on each. align
-# and run set STAMP to the stamp of every node's latest tick (Unix
-# seconds), and fail unless all nodes have that one.
+# fleet_ticks hold | align | run N | run_scrape N: every node's clock, all
+# nodes at once (one process, requests in parallel). hold stops every timer;
+# align runs a tick on each, which lands on the interval's grid, then on
+# each node behind the newest as many as bring it there; run N runs N on
+# each; run_scrape N then scrapes every node's /metrics once and fails
+# unless each answered 200. align and the runs set STAMP to the stamp of
+# every node's latest tick (Unix seconds), and fail unless all nodes have
+# that one.
 fleet_ticks() {
   _k=0
   _urls=
@@ -86,7 +97,7 @@ fleet_ticks() {
   done
   # shellcheck disable=SC2086 # one argument per node
   _out=$(python3 - "$INTERVAL_S" "$1" "${2:-0}" $_urls <<'PY'
-import json, sys, urllib.request
+import json, sys, urllib.error, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 interval, cmd, n, urls = int(sys.argv[1]) * 1000, sys.argv[2], int(sys.argv[3]), sys.argv[4:]
@@ -113,6 +124,19 @@ with ThreadPoolExecutor(max_workers=8) as pool:
                                zip(urls, stamps)))
     else:
         stamps = list(pool.map(lambda u: post(u, f"run={n}"), urls))
+    if cmd == "run_scrape":
+        def scrape(url):
+            try:
+                with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+                    r.read()
+                    return r.status
+            except urllib.error.HTTPError as e:
+                return e.code
+            except OSError as e:
+                return str(e)
+        failed = [(k, status) for k, status in enumerate(pool.map(scrape, urls)) if status != 200]
+        if failed:
+            sys.exit("scrapes of /metrics not answered 200: " + ", ".join(f"node{k} {s}" for k, s in failed))
 if len(set(stamps)) != 1:
     sys.exit("the nodes' latest ticks differ: " + ", ".join(f"node{k} {s}" for k, s in enumerate(stamps)))
 print("%d.%03d" % divmod(stamps[0], 1000))
@@ -231,20 +255,12 @@ echo "every one of the fleet dashboard's $(wc -l <"$TEST_TMP/fleet-queries") que
 outage_from=$STAMP
 stop_receiver vm
 scrapes=0
-failed_scrapes=0
 driven=0
 while [ "$driven" -lt $((OUTAGE_S / INTERVAL_S)) ]; do
-  fleet_ticks run 5
+  fleet_ticks run_scrape 5
   driven=$((driven + 5))
-  k=0
-  while [ "$k" -lt "$NODES" ]; do
-    status=$(URL=$(eval "echo \$URL_$k") http_status /metrics)
-    scrapes=$((scrapes + 1))
-    [ "$status" = 200 ] || failed_scrapes=$((failed_scrapes + 1))
-    k=$((k + 1))
-  done
+  scrapes=$((scrapes + NODES))
 done
-[ "$failed_scrapes" = 0 ] || fail "$failed_scrapes of $scrapes scrapes of /metrics were not answered during the outage"
 # The writer says how far behind it is when it tries to send, at most a
 # second apart while the receiver is away (max_backoff); /metrics shows it
 # from the next tick on: one more tick on every node per look.
@@ -266,51 +282,80 @@ echo "outage of $OUTAGE_S s of ticks and more ($outage_from to $outage_to): $scr
 # [lo, hi], since a bucket at an edge may hold a tick of the second before.
 # Missing ticks may still be on their way (the replay): they are waited
 # for; a repeated or unknown sample fails at once.
+# One process for every node and both receivers: stored ticks from each
+# node's API, then each receiver's samples of every node in one query, until
+# every stored tick is there (40 s, times SLOW).
 from=$(python3 -c "import sys; print(int(float(sys.argv[1])) - 60)" "$outage_from")
 to=$(python3 -c "import sys; print(int(float(sys.argv[1])))" "$outage_to")
-lo=$((from + INTERVAL_S))
-hi=$((to - INTERVAL_S))
 k=0
+urls=
 while [ "$k" -lt "$NODES" ]; do
-  URL=$(eval "echo \$URL_$k")
-  http "/api/v1/query_range?metric=neuron_device_up&neuron_device=0&start=$from&end=$to&step=1s&agg=last" |
-    python3 -c '
-import json, sys
-for ts, v in json.load(sys.stdin)["data"]["result"][0]["values"]:
-    print(int(float(ts)))' | awk '$1 >= '"$lo"' && $1 <= '"$hi" | sort >"$TEST_TMP/stored$k"
-  [ -s "$TEST_TMP/stored$k" ] || fail "node$k has no stored ticks in the window"
+  urls="$urls $(eval "echo \$URL_$k")"
   k=$((k + 1))
 done
+# shellcheck disable=SC2086 # one argument per node
+python3 - "$from" "$to" "$INTERVAL_S" $((40 * SLOW)) "$(receiver_url vm)" "$(receiver_url prom)" $urls <<'PY' ||
+import json, sys, time, urllib.parse, urllib.request
 
-# received RX K: RX's samples of node K's series in [lo, hi], as seconds.
-received() {
-  rx_samples "$1" "neuron_device_up{instance=\"node$2\",neuron_device=\"0\"}" "$from" "$((to + 1))" |
-    awk '{ s = int($2 / 1000) } s >= '"$lo"' && s <= '"$hi"' { print s }' | sort >"$TEST_TMP/$1$2"
-  _dups=$(uniq -d "$TEST_TMP/$1$2" | wc -l)
-  [ "$_dups" = 0 ] || fail "$1 holds $_dups repeated samples of node$2:" $(uniq -d "$TEST_TMP/$1$2" | head -n 5)
-  _extra=$(comm -13 "$TEST_TMP/stored$2" "$TEST_TMP/$1$2" | wc -l)
-  [ "$_extra" = 0 ] || fail "$1 holds $_extra samples of node$2 that it did not store:" \
-    $(comm -13 "$TEST_TMP/stored$2" "$TEST_TMP/$1$2" | head -n 5)
-}
+frm, to, interval, patience = (int(a) for a in sys.argv[1:5])
+vm, prom, nodes = sys.argv[5], sys.argv[6], sys.argv[7:]
+lo, hi = frm + interval, to - interval
 
-# holds_every_tick RX: RX holds each node's stored ticks in [lo, hi].
-holds_every_tick() {
-  _k=0
-  while [ "$_k" -lt "$NODES" ]; do
-    received "$1" "$_k"
-    [ -z "$(comm -23 "$TEST_TMP/stored$_k" "$TEST_TMP/$1$_k")" ] || return 1
-    _k=$((_k + 1))
-  done
-}
 
-for rx in vm prom; do
-  wait_until 40 holds_every_tick "$rx" || {
-    missing=$(comm -23 "$TEST_TMP/stored$_k" "$TEST_TMP/$rx$_k")
-    fail "$rx lacks $(echo "$missing" | wc -l) of node$_k's $(wc -l <"$TEST_TMP/stored$_k") stored ticks:" \
-      $(echo "$missing" | head -n 5)
-  }
-done
-echo "no gap, no repeat: every node's $(wc -l <"$TEST_TMP/stored0") ticks around the outage are in both receivers once"
+def get(url, **params):
+    with urllib.request.urlopen(url + "?" + urllib.parse.urlencode(params), timeout=60) as r:
+        return r.read().decode()
+
+
+stored = []
+for k, url in enumerate(nodes):
+    values = json.loads(get(url + "/api/v1/query_range", metric="neuron_device_up", neuron_device="0", start=frm,
+                            end=to, step="1s", agg="last"))["data"]["result"][0]["values"]
+    stored.append(sorted(int(float(t)) for t, _ in values if lo <= int(float(t)) <= hi))
+    if not stored[-1]:
+        sys.exit(f"node{k} has no stored ticks in the window")
+
+
+def received(rx):
+    """Each node's samples in [lo, hi], as seconds, repeats included:
+    VictoriaMetrics' export of raw samples; Prometheus's range selector (its
+    storage refuses a repeat)."""
+    out = {}
+    selector = 'neuron_device_up{neuron_device="0"}'
+    if rx == "vm":
+        for line in get(vm + "/api/v1/export", **{"match[]": selector, "start": frm, "end": to + 1}).splitlines():
+            r = json.loads(line)
+            out.setdefault(r["metric"]["instance"], []).extend(t // 1000 for t in r["timestamps"])
+    else:
+        answer = json.loads(get(prom + "/api/v1/query", query=f"{selector}[{to + 1 - frm}s]", time=to + 1))
+        for r in answer["data"]["result"]:
+            out.setdefault(r["metric"]["instance"], []).extend(int(float(t)) for t, _ in r["values"])
+    return {k: sorted(s for s in v if lo <= s <= hi) for k, v in out.items()}
+
+
+for rx in ("vm", "prom"):
+    give_up = time.monotonic() + patience
+    while True:
+        got, lacking = received(rx), None
+        for k, want in enumerate(stored):
+            have = got.get(f"node{k}", [])
+            repeats = sorted(set(s for s in have if have.count(s) > 1))
+            if repeats:
+                sys.exit(f"{rx} holds {len(repeats)} repeated samples of node{k}: {repeats[:5]}")
+            extra = sorted(set(have) - set(want))
+            if extra:
+                sys.exit(f"{rx} holds {len(extra)} samples of node{k} that it did not store: {extra[:5]}")
+            missing = sorted(set(want) - set(have))
+            if missing and not lacking:
+                lacking = f"{rx} lacks {len(missing)} of node{k}'s {len(want)} stored ticks: {missing[:5]}"
+        if not lacking:
+            break
+        if time.monotonic() > give_up:
+            sys.exit(lacking)
+        time.sleep(0.5)
+print(f"no gap, no repeat: every node's {len(stored[0])} ticks around the outage are in both receivers once")
+PY
+  fail "the receivers' samples are not the ticks the nodes stored (above)"
 
 # --- The databases stayed within their cap.
 k=0
