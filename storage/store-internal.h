@@ -38,9 +38,6 @@
  * database cannot be written. */
 #define CHUNK_TICKS_MAX 120
 #define BUFFER_TICKS_MAX 640
-/* Samples one slice of compaction merges at most (a few milliseconds): a
- * tick does one slice, a clean stop as many as CLOSE_COMPACT_MS allows. */
-#define COMPACT_SLICE_SAMPLES 200000
 
 /* The key of a minute rollup row: series_id * 2^24 + the hour's number
  * since 1970, in SQL (?1 the series id, ?2 a time in the hour). */

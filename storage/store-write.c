@@ -335,7 +335,7 @@ int store_sync_ticks(struct store *s) {
         /* Hours whose every tick is in head chunks now can be compacted. */
         int64_t written_before = n_chunk < s->buf.n_ticks ? s->buf.ts[n_chunk] : newest + 1;
         if (r == 0)
-                r = store_compact(s, written_before, COMPACT_SLICE_SAMPLES, NULL);
+                r = store_compact(s, written_before, s->opt.compact_slice, NULL);
         /* Retention runs once per chunk span of data at most. */
         if (r == 0 && n_chunk > 0 && newest - s->last_retention_ms >= s->opt.chunk_ms) {
                 r = store_enforce_retention(s, newest);

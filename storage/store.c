@@ -10,12 +10,6 @@
 #include "storage/store-internal.h"
 
 #define BACKOFF_MAX_TICKS 64
-/* Compaction at close stops after this long: a daemon that kept up has an
- * hour or two pending, and stops in under 3 s on the largest host, but a
- * backlog (a model run far faster than real time) would hold the stop past
- * systemd's TimeoutStopSec=20s. What is left stays pending for the next
- * start. */
-#define CLOSE_COMPACT_MS 5000
 
 void store_options_init(struct store_options *o) {
         *o = (struct store_options){
@@ -26,12 +20,14 @@ void store_options_init(struct store_options *o) {
                 .chunk_ms = STORE_MINUTE_MS,
                 .check_interval_ms = STORE_DEFAULT_CHECK_INTERVAL_MS,
                 .max_series = STORE_DEFAULT_MAX_SERIES,
+                .compact_slice = STORE_DEFAULT_COMPACT_SLICE,
         };
 }
 
 /* Allocates a store for path with no database open yet. */
 static int store_new(const char *path, const struct store_options *o, struct store **ret) {
-        if (o->chunk_ms <= 0 || o->chunk_ms % STORE_MINUTE_MS != 0 || STORE_HOUR_MS % o->chunk_ms != 0)
+        if (o->chunk_ms <= 0 || o->chunk_ms % STORE_MINUTE_MS != 0 || STORE_HOUR_MS % o->chunk_ms != 0 ||
+            o->compact_slice == 0)
                 return -EINVAL;
         struct store *s = calloc(1, sizeof(*s));
         if (!s)
@@ -152,11 +148,11 @@ void store_close(struct store *s) {
          * compacted and rolled up while time allows: the file is as small
          * as it gets. */
         if (s->db && (s->buf.n_ticks == 0 || store_sync_ticks(s) == 0) && sql_exec(s->db, "BEGIN IMMEDIATE") == 0) {
-                int64_t deadline = clock_monotonic_ms() + CLOSE_COMPACT_MS;
+                int64_t deadline = clock_monotonic_ms() + STORE_CLOSE_COMPACT_MS;
                 bool more = true;
                 int r = store_close_out_recent(s);
                 while (r == 0 && more && clock_monotonic_ms() < deadline)
-                        r = store_compact(s, INT64_MAX, COMPACT_SLICE_SAMPLES, &more);
+                        r = store_compact(s, INT64_MAX, s->opt.compact_slice, &more);
                 sql_exec(s->db, r == 0 ? "COMMIT" : "ROLLBACK");
                 sql_exec(s->db, "PRAGMA incremental_vacuum");
         }

@@ -53,6 +53,17 @@
  * whole trn3-gen2 UltraServer, about 6,600), with room for runtimes that
  * come and go. */
 #define STORE_DEFAULT_MAX_SERIES 50000
+/* Samples one slice of compaction merges at most (a few milliseconds): a
+ * tick does one slice, a clean stop as many as STORE_CLOSE_COMPACT_MS of
+ * the monotonic clock allows. */
+#define STORE_DEFAULT_COMPACT_SLICE 200000
+
+/* Compaction at close stops after this long: a daemon that kept up has an
+ * hour or two pending, and stops in under 3 s on the largest host, but a
+ * backlog (hours ending faster than a slice a tick compacts them) would
+ * hold the stop past systemd's TimeoutStopSec=20s. What is left stays
+ * pending for the next start. */
+#define STORE_CLOSE_COMPACT_MS 5000
 
 struct store;
 
@@ -67,6 +78,8 @@ struct store_options {
          * is not stored, and counted; old series free their place once none
          * of their rows is left in any tier. Default STORE_DEFAULT_MAX_SERIES. */
         uint64_t max_series;
+        size_t compact_slice;        /* a slice of compaction's budget in samples; default above. Tests
+                                        make it small to form a backlog of pending hours with few series */
 };
 
 /* Fills o with the defaults above. */

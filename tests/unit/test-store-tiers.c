@@ -103,6 +103,23 @@ static void write_junk(const char *name, char *out, size_t size) {
         fclose(f);
 }
 
+/* The monotonic clock the store reads for its stop's compaction deadline
+ * (linked with -Wl,--wrap=clock_monotonic_ms): the real one, unless a test
+ * sets fake_clock_step_ms; then each read moves it on by that much, as if
+ * each slice of compaction between two reads took that long. */
+int64_t __real_clock_monotonic_ms(void);
+int64_t __wrap_clock_monotonic_ms(void);
+static int64_t fake_clock_ms, fake_clock_step_ms;
+static unsigned fake_clock_reads;
+
+int64_t __wrap_clock_monotonic_ms(void) {
+        if (fake_clock_step_ms == 0)
+                return __real_clock_monotonic_ms();
+        fake_clock_reads++;
+        fake_clock_ms += fake_clock_step_ms;
+        return fake_clock_ms;
+}
+
 static struct store *open_store(const char *name, const struct store_options *o) {
         char path[128];
         struct store *s = NULL;
@@ -345,6 +362,84 @@ static void store_append__old_data__removed_by_age(void **state) {
         /* A clean stop compacts everything. */
         assert_int_equal(db_int("age.db", "SELECT count(*) FROM head"), 0);
         assert_int_equal(db_int("age.db", "SELECT count(*) FROM pending"), 0);
+}
+
+/* Samples appended and kept (valid), all series. */
+static int64_t truth_samples(void) {
+        int64_t n = 0;
+        for (size_t t = 0; t < truth.n; t++)
+                for (size_t i = 0; i < N_SERIES; i++)
+                        n += truth.ok[t][i];
+        return n;
+}
+
+/* What a stop that left hours pending leaves behind: no ticks outside
+ * chunks, head chunks only in pending hours, each compacted series' hour
+ * rolled up from exactly its chunk, and every sample appended in the raw
+ * tier once. */
+static void check_stopped_file(const char *name) {
+        assert_int_equal(db_int(name, "SELECT count(*) FROM recent"), 0);
+        assert_int_equal(db_int(name, "SELECT count(*) FROM head WHERE start_ts / 3600000 * 3600000 "
+                                      "NOT IN (SELECT hour FROM pending)"),
+                         0);
+        assert_int_equal(db_int(name, "SELECT count(*) FROM (SELECT series_id, b FROM ("
+                                      "  SELECT series_id, hour AS b, count AS raw, 0 AS m, 0 AS h FROM chunks"
+                                      "  UNION ALL SELECT series_id, hour, 0, count, 0 FROM rollup_1m"
+                                      "  UNION ALL SELECT series_id, ts, 0, 0, count FROM rollup_1h)"
+                                      " GROUP BY 1, 2 HAVING sum(raw) != sum(m) OR sum(raw) != sum(h))"),
+                         0);
+        assert_int_equal(db_int(name, "SELECT (SELECT coalesce(sum(count), 0) FROM chunks) + "
+                                      "(SELECT coalesce(sum(count), 0) FROM head)"),
+                         truth_samples());
+}
+
+/* A stop with a backlog: hours end faster than the slice a tick compacts
+ * (a tick an hour; a slice takes two of the four series' hours here, as
+ * the daemon's takes 3,000 of a large host's series), so hours pile up
+ * pending. The stop compacts only while STORE_CLOSE_COMPACT_MS of the
+ * monotonic clock last, here a second a slice, whatever is left: the rest
+ * stays pending, the file consistent, and the next start compacts it, every
+ * tier then answering as the truth. */
+static void store_close__backlog__compacts_until_its_deadline(void **state) {
+        (void) state;
+        struct store_options o;
+        store_options_init(&o);
+        o.compact_slice = 100;
+        struct store *s = open_store("backlog.db", &o);
+        append_ticks(s, 40, 3600000);
+        int64_t before = db_int("backlog.db", "SELECT count(*) FROM pending");
+        assert_true(before >= 15);
+
+        fake_clock_ms = 0;
+        fake_clock_reads = 0;
+        fake_clock_step_ms = 1000;
+        store_close(s);
+        fake_clock_step_ms = 0;
+        int64_t after = db_int("backlog.db", "SELECT count(*) FROM pending");
+        /* It compacted while its time lasted, and no slice began after: a
+         * read for the deadline, one before each slice, one that ends. */
+        assert_true(after < before);
+        assert_true(fake_clock_reads <= STORE_CLOSE_COMPACT_MS / 1000 + 1);
+        /* The deadline, not the work, ended it. */
+        assert_true(after > 0);
+        check_stopped_file("backlog.db");
+
+        /* The next start, with the daemon's slice, compacts the backlog in
+         * its first tick's slice, and its stop the rest. */
+        s = open_store("backlog.db", NULL);
+        append_ticks(s, 1, 60000);
+        assert_int_equal(db_int("backlog.db", "SELECT count(*) FROM pending"), 1);
+        store_close(s);
+        assert_int_equal(db_int("backlog.db", "SELECT count(*) FROM pending"), 0);
+        check_stopped_file("backlog.db");
+        s = open_store("backlog.db", NULL);
+        int64_t end = truth.ts[truth.n - 1];
+        for (size_t i = 0; i < N_SERIES; i++) {
+                check_query(s, i, T0, end, 3600000, HISTORY_AGG_SUM, false);
+                check_query(s, i, T0, end, 60000, HISTORY_AGG_AVG, false);
+                check_query(s, i, T0, end, 7000, HISTORY_AGG_LAST, false);
+        }
+        store_close(s);
 }
 
 static void store_append__size_cap__holds_and_reuses_space(void **state) {
@@ -919,6 +1014,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(store_open__after_crash__keeps_every_tick, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__old_data__removed_by_age, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_append__size_cap__holds_and_reuses_space, setup, teardown),
+                cmocka_unit_test_setup_teardown(store_close__backlog__compacts_until_its_deadline, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__schema_1__migrated, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__schema_2__migrated, setup, teardown),
                 cmocka_unit_test_setup_teardown(store_open__newer_or_damaged__refused, setup, teardown),
