@@ -15,7 +15,7 @@
 # Other programs start_helper COMMAND... | wait_helper PID
 # Waiting       wait_until [SECONDS] COMMAND... | wait_exit SECONDS PID | file_has FILE PATTERN
 #               metric_is SERIES VALUE | tick_at_least N
-# Driven ticks  hold_ticks | run_ticks N (a daemon started with --enable-admin)
+# Driven ticks  hold_ticks | run_ticks N (a daemon started with --enable-admin), tick_of JSON
 # HTTP          http PATH [CURL-ARGS...] | http_status PATH [CURL-ARGS...]
 #               metric_value SERIES | healthz_tick | stable_metrics | free_port
 # Fixtures      make_tls_cert | make_users_file FILE USER PASSWORD [COST]
@@ -289,25 +289,35 @@ tick_at_least() {
 # /api/v1/admin/ticks (the daemon needs --enable-admin). A test that counts
 # ticks asserts the same thing however slowly the daemon runs.
 
-# hold_ticks: the daemon's timer stops; nothing ticks but run_ticks.
+# hold_ticks: the daemon's timer stops; nothing ticks but run_ticks. TICK
+# and TICK_TIME are the latest tick's number and stamp.
 hold_ticks() {
   _out=$(curl -sS --max-time 10 -X POST "$URL/api/v1/admin/ticks?hold=true" 2>&1) &&
     case $_out in *'"held":true'*) ;; *) false ;; esac || fail "hold_ticks: $_out"
   TICK=$(tick_of "$_out")
+  TICK_TIME=$(tick_time_of "$_out")
 }
 
 # run_ticks N: holds the timer and runs N ticks, each stamped one interval
 # after the last; returns once the last is stored and published, with TICK
-# set to its number. The bound is on the whole run (300 s, times SLOW).
+# and TICK_TIME set to its number and stamp. The bound is on the whole run
+# (300 s, times SLOW).
 run_ticks() {
   _out=$(curl -sS --max-time $((300 * SLOW)) -X POST "$URL/api/v1/admin/ticks?run=$1" 2>&1) &&
     case $_out in *'"status":"success"'*) ;; *) false ;; esac || fail "run_ticks $1: $_out"
   TICK=$(tick_of "$_out")
+  TICK_TIME=$(tick_time_of "$_out")
 }
 
 # tick_of JSON: the "tick" a JSON answer was read from.
 tick_of() {
   echo "$1" | sed -n 's/^{"status":"success","tick":\([0-9]*\).*/\1/p'
+}
+
+# tick_time_of JSON: the stamp of that tick in an answer of
+# /api/v1/admin/ticks, Unix seconds with three decimals.
+tick_time_of() {
+  echo "$1" | sed -n 's/.*"timestamp":\([0-9]*\.[0-9]*\).*/\1/p'
 }
 
 # --- HTTP, to the daemon at $URL (the one started last, unless set)
