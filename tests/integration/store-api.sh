@@ -1,7 +1,9 @@
 #!/bin/sh
 # The store through the daemon: /api/v1/series, query_range with agg, rate
 # and label filters, the points cap, a damaged database set aside at
-# start-up, and a database from a newer neurond refused.
+# start-up, and a database from a newer neurond refused. The daemon's clock
+# is held and driven (/api/v1/admin/ticks): the queries read the ticks the
+# test ran, however slowly the daemon runs.
 . "$(dirname "$0")/lib.sh"
 need sqlite3
 need curl
@@ -34,14 +36,16 @@ status=0
 
 # A damaged file is set aside and counted.
 head -c 16384 /dev/urandom >"$db"
-start_daemon --backend "model:trn1.2xlarge,speed=600" --interval 1s
+start_daemon --backend model:trn1.2xlarge --interval 1s --enable-admin
+hold_ticks
+held=${TICK_TIME%.*}
 ls "$TEST_TMP" | grep -q '^neurond.db.damaged-[0-9]*$' || fail "the damaged database was not kept aside"
 grep -q "failed its integrity check" "$log" || fail "the damaged database was not logged"
 get /metrics | grep -q '^neurond_storage_damaged_databases_total 1$' || fail "metric for the damaged database"
 get /metrics | grep -q '^neurond_storage_degraded 0$' || fail "storage reported degraded"
 
-# Ten simulated minutes at 600x.
-sleep 1.5
+# Ten minutes of ticks.
+run_ticks 600
 get /api/v1/series >/dev/null
 expect_code 200 "series"
 grep -q '{"__name__":"neuron_device_dma_bytes_total","neuron_device":"0","direction":"device_to_host"}' "$TEST_TMP/body" ||
@@ -50,7 +54,7 @@ get "/api/v1/series?metric=neuroncore_utilization_ratio&neuroncore=1" >/dev/null
 expect_code 200 "series with a filter"
 [ "$(grep -o '__name__' "$TEST_TMP/body" | wc -l)" = 1 ] || fail "series filter: $(cat "$TEST_TMP/body")"
 
-now=$(date +%s)
+now=$held
 end=$((now + 900))
 q="/api/v1/query_range?metric=neuron_device_dma_bytes_total&direction=device_to_host&start=$now&end=$end&step=5"
 get "$q&rate=1&agg=max" >/dev/null
