@@ -136,6 +136,7 @@ static int setup(void **state) {
         snprintf(dir, sizeof(dir), "/tmp/test-store-XXXXXX");
         assert_non_null(mkdtemp(dir));
         truth.n = 0;
+        fake_clock_step_ms = 0; /* the real clock, even after a test that failed with the fake one */
         return 0;
 }
 
@@ -395,8 +396,8 @@ static void check_stopped_file(const char *name) {
 
 /* A stop with a backlog: hours end faster than the slice a tick compacts
  * (a tick an hour; a slice takes two of the four series' hours here, as
- * the daemon's takes 3,000 of a large host's series), so hours pile up
- * pending. The stop compacts only while STORE_CLOSE_COMPACT_MS of the
+ * the daemon's takes about 3,000 of a large host's 8,400), so hours pile
+ * up pending. The stop compacts only while STORE_CLOSE_COMPACT_MS of the
  * monotonic clock last, here a second a slice, whatever is left: the rest
  * stays pending, the file consistent, and the next start compacts it, every
  * tier then answering as the truth. */
