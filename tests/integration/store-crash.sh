@@ -7,9 +7,9 @@
 # The daemon runs ticks as fast as it can (/api/v1/admin/ticks asked for
 # far more than a round lasts); each round kills it once it has run a
 # random number of them, whatever instrument slows it, at whatever point of
-# a tick it is then: writing a tick, head chunks (every 6 ticks), a slice
-# of an hour's compaction (every 360), retention. STORE_CRASH_SEED replays
-# a run's rounds.
+# a tick it is then: writing a tick, head chunks and retention (every 30
+# ticks), the slices of an hour's compaction (an hour is 1,800 ticks).
+# STORE_CRASH_SEED replays a run's rounds.
 . "$(dirname "$0")/lib.sh"
 need sqlite3
 need curl
@@ -19,12 +19,13 @@ db=$TEST_TMP/neurond.db # the database start_daemon opens, the same every start
 
 seed=${STORE_CRASH_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 echo "STORE_CRASH_SEED=$seed"
-# Ticks each round runs before the kill, 1 to 300: about 3,000 in all, 8
-# simulated hours at 10 s.
-counts=$(awk -v seed="$seed" 'BEGIN { srand(seed); for (i = 0; i < 20; i++) printf "%d ", 1 + int(rand() * 300) }')
+# Ticks each round runs at least before the kill, 1 to 400: 4,000 in all,
+# over 2 simulated hours at 2 s (the test polls every 0.1 s; a fast daemon
+# runs more).
+counts=$(awk -v seed="$seed" 'BEGIN { srand(seed); for (i = 0; i < 20; i++) printf "%d ", 1 + int(rand() * 400) }')
 
 start() {
-        start_daemon --backend model:trn1.32xlarge --interval 10s --enable-admin
+        start_daemon --backend model:trn1.32xlarge --interval 2s --enable-admin
         hold_ticks
 }
 # The latest tick published, as one answer gives it: its number and stamp
