@@ -10,9 +10,9 @@
 #include "storage/store-internal.h"
 
 /* Health events: one row each, names as the API spells them so that
- * `sqlite3 neurond.db` users can read them. The table is made by the first
- * write, so a file of an earlier neurond gains it without a migration, and
- * an earlier neurond opening this file leaves it alone. */
+ * `sqlite3 neurond.db` users can read them. The table is made at open
+ * (store_events_setup()), so a file of an earlier neurond gains it without
+ * a migration, and an earlier neurond opening this file leaves it alone. */
 static const char events_sql[] = "CREATE TABLE IF NOT EXISTS events ("
                                  "  id INTEGER PRIMARY KEY,"
                                  "  ts INTEGER NOT NULL,"
@@ -25,6 +25,10 @@ static const char events_sql[] = "CREATE TABLE IF NOT EXISTS events ("
                                  "  reason TEXT NOT NULL,"
                                  "  value REAL);"
                                  "CREATE INDEX IF NOT EXISTS events_ts ON events (ts);";
+
+int store_events_setup(struct store *s) {
+        return sql_exec(s->db, events_sql);
+}
 
 void store_add_events(struct store *s, const struct health_event *events, size_t n) {
         if (n > STORE_EVENTS_QUEUED) {
@@ -61,7 +65,6 @@ int store_flush_events(struct store *s) {
         int r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
-        r = sql_exec(s->db, events_sql);
         if (r == 0)
                 r = sql_prepare(s->db,
                                 "INSERT INTO events (ts, device, core, kind, phase, severity, state, reason, value) "

@@ -335,6 +335,8 @@ int store_flush_positions(struct store *s);
 /* Writes the queued health events in a transaction of their own (the
  * events table is created then) and deletes those past its bounds. */
 int store_flush_events(struct store *s);
+/* Makes the events table, if missing, inside the open's transaction. */
+int store_events_setup(struct store *s);
 
 /* ---- the recent table's rows ---- */
 

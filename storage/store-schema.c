@@ -114,6 +114,8 @@ int store_schema_setup(struct store *s) {
         if (r == 0)
                 r = sql_exec(s->db, schema_sql);
         if (r == 0)
+                r = store_events_setup(s);
+        if (r == 0)
                 r = store_prepare_writers(s);
         if (r == 0 && version == 1)
                 r = store_migrate_from_1(s);

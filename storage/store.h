@@ -78,8 +78,8 @@ struct store_options {
          * is not stored, and counted; old series free their place once none
          * of their rows is left in any tier. Default STORE_DEFAULT_MAX_SERIES. */
         uint64_t max_series;
-        size_t compact_slice;        /* a slice of compaction's budget in samples; default above. Tests
-                                        make it small to form a backlog of pending hours with few series */
+        size_t compact_slice; /* a slice of compaction's budget in samples; default above. Tests
+                                 make it small to form a backlog of pending hours with few series */
 };
 
 /* Fills o with the defaults above. */
