@@ -98,7 +98,9 @@ struct history_events_query {
 
 struct history_ops {
         /* Reads the series of q->metric matching every matcher, one point per
-         * step-aligned bucket in [start, end] that holds samples. Returns 0,
+         * step-aligned bucket that holds samples stamped in [start, end]
+         * (from rollups: whole periods, those that start in [start, end];
+         * docs/api.md). Returns 0,
          * -EINVAL when rate is asked of a gauge or for a bad window, -E2BIG
          * when the matching series times the buckets exceed
          * HISTORY_POINTS_MAX, -EAGAIN when no database is open yet,

@@ -44,41 +44,48 @@ static enum tier pick_tier(const struct store *s, const struct history_query *q)
         return TIER_RAW;
 }
 
-/* Step-aligned buckets over the window, and the rate state. */
+/* Step-aligned buckets over the window, and the rate state. What is fed
+ * comes with a key: a raw sample's time, on the rollup tiers the start of
+ * its period (a rollup cell's, or a raw sample's of an hour not rolled up
+ * yet). It counts when its key is in [start, end], in the bucket holding
+ * the key: a period is never split, so the answer is the same before and
+ * after its hour is rolled up. */
 struct agg {
         const struct history_query *q;
         int64_t first; /* start of bucket 0 */
-        size_t n_buckets;
         struct rollup_cell *cells;
         bool have_prev;
         int64_t prev_ts;
         double prev_v;
-        /* The bucket the last cell went to, [bucket_start, bucket_end):
-         * cells come in time order, many to a bucket, so a division is
-         * needed only when one leaves it. */
+        /* The bucket the last cell went to and the keys that go there, its
+         * part of [start, end] as [bucket_start, bucket_end): cells come in
+         * time order, many to a bucket, so a division is needed only when
+         * one leaves it. */
         size_t bucket;
         int64_t bucket_start, bucket_end;
 };
 
-static inline void agg_cell(struct agg *a, int64_t ts, const struct rollup_cell *c) {
-        if (ts < a->bucket_start || ts >= a->bucket_end) {
-                if (ts < a->first || ts > a->q->end_ms)
+static inline void agg_cell(struct agg *a, int64_t key, const struct rollup_cell *c) {
+        if (key < a->bucket_start || key >= a->bucket_end) {
+                if (key < a->q->start_ms || key > a->q->end_ms)
                         return;
-                size_t b = (size_t) ((ts - a->first) / a->q->step_ms);
-                if (b >= a->n_buckets)
-                        return;
+                size_t b = (size_t) ((key - a->first) / a->q->step_ms);
                 a->bucket = b;
                 a->bucket_start = a->first + (int64_t) b * a->q->step_ms;
                 a->bucket_end = a->bucket_start + a->q->step_ms;
+                if (a->bucket_start < a->q->start_ms)
+                        a->bucket_start = a->q->start_ms;
                 if (a->bucket_end > a->q->end_ms)
                         a->bucket_end = a->q->end_ms + 1;
         }
         rollup_cell_merge(&a->cells[a->bucket], c);
 }
 
-/* One sample (ts ascending). With rate, the increase since the previous
- * sample per second, a drop counting as a reset to zero. */
-static void agg_sample(struct agg *a, int64_t ts, double v) {
+/* One sample (ts ascending) under key. With rate, the increase since the
+ * previous sample per second, a drop counting as a reset to zero: samples
+ * before start (whose keys do not count) still give the next one its
+ * rate. */
+static void agg_sample(struct agg *a, int64_t ts, int64_t key, double v) {
         struct rollup_cell c = { 0 };
         if (a->q->rate) {
                 if (isnan(v))
@@ -94,7 +101,7 @@ static void agg_sample(struct agg *a, int64_t ts, double v) {
                 v = inc / seconds;
         }
         rollup_cell_add(&c, v);
-        agg_cell(a, ts, &c);
+        agg_cell(a, key, &c);
 }
 
 /* The open chunk span's ticks (recent rows), each cut down to the entries
@@ -110,6 +117,7 @@ struct reader {
         struct store *s;
         const struct history_query *q;
         enum tier tier;
+        int64_t from, to; /* what is read: the window's periods, and the step before with rate */
         unsigned columns; /* rollup columns the aggregate needs */
         sqlite3_stmt *chunks, *head, *rollups, *hour_chunk;
         struct store_samples derived; /* a derived chunk's samples */
@@ -161,6 +169,12 @@ static void bind_range(sqlite3_stmt *st, int64_t id, int64_t from, int64_t to) {
         sqlite3_bind_int64(st, 3, to);
 }
 
+/* A raw sample's key: itself on the raw tier, its period's start on the
+ * rollup tiers. */
+static inline int64_t raw_key(const struct reader *rd, int64_t ts) {
+        return rd->tier == TIER_RAW ? ts : ts - ts % tier_res[rd->tier];
+}
+
 /* Feeds the samples of one raw chunk of the hour in [from, to]. */
 static int feed_chunk(struct reader *rd, struct agg *a, int64_t hour, const uint8_t *data, size_t size, int64_t from,
                       int64_t to) {
@@ -168,7 +182,7 @@ static int feed_chunk(struct reader *rd, struct agg *a, int64_t hour, const uint
                 int n = store_decode_raw(rd->hour_chunk, hour, data, size, &rd->derived);
                 for (int i = 0; i < n && rd->derived.ts[i] <= to; i++)
                         if (rd->derived.ts[i] >= from)
-                                agg_sample(a, rd->derived.ts[i], rd->derived.v[i]);
+                                agg_sample(a, rd->derived.ts[i], raw_key(rd, rd->derived.ts[i]), rd->derived.v[i]);
                 return n < 0 ? n : 0;
         }
         int n = chunk_count(data, size, NULL);
@@ -180,7 +194,7 @@ static int feed_chunk(struct reader *rd, struct agg *a, int64_t hour, const uint
                 return n;
         for (int i = 0; i < n; i++)
                 if (rd->ts[i] >= from)
-                        agg_sample(a, rd->ts[i], rd->col[0][i]);
+                        agg_sample(a, rd->ts[i], raw_key(rd, rd->ts[i]), rd->col[0][i]);
         return 0;
 }
 
@@ -223,7 +237,8 @@ static int read_raw(struct reader *rd, int64_t id, struct agg *a, int64_t from, 
                         size_t mid = lo_e + (hi_e - lo_e) / 2;
                         int64_t got = store_recent_id(entries + mid * STORE_RECENT_ENTRY);
                         if (got == id) {
-                                agg_sample(a, tick->ts, store_recent_value(entries + mid * STORE_RECENT_ENTRY));
+                                agg_sample(a, tick->ts, raw_key(rd, tick->ts),
+                                           store_recent_value(entries + mid * STORE_RECENT_ENTRY));
                                 break;
                         }
                         if (got < id)
@@ -235,8 +250,9 @@ static int read_raw(struct reader *rd, int64_t id, struct agg *a, int64_t from, 
         return r;
 }
 
-/* One rollup cell (period start ts, res long) into the buckets. A rate
- * from rollups takes the last value of each period at its end; a minimum
+/* One rollup cell (period start ts, res long) into the buckets, keyed by
+ * its start. A rate from rollups takes the last value of each period,
+ * timed at the period's end (about where its last sample is); a minimum
  * below the previous last shows a reset inside the period. */
 static void feed_cell(struct agg *a, int64_t ts, int64_t res, const struct rollup_cell *c) {
         if (c->count <= 0)
@@ -247,7 +263,7 @@ static void feed_cell(struct agg *a, int64_t ts, int64_t res, const struct rollu
         }
         if (a->have_prev && c->min < a->prev_v && c->last >= a->prev_v)
                 a->prev_v = 0;
-        agg_sample(a, ts + res, c->last);
+        agg_sample(a, ts + res, ts, c->last);
 }
 
 /* Rolled-up cells of one series whose periods start in [from, to]. */
@@ -326,16 +342,15 @@ static int read_points(struct reader *rd, int64_t id, struct rollup_cell *cells,
         struct agg a = {
                 .q = q,
                 .first = q->start_ms - q->start_ms % q->step_ms,
-                .n_buckets = n_buckets,
                 .cells = cells,
         };
         int r;
 
         memset(cells, 0, n_buckets * sizeof(*cells));
         if (rd->tier == TIER_RAW)
-                r = read_raw(rd, id, &a, a.first, q->end_ms);
-        else /* With rate, one period before the window gives the first rate. */
-                r = read_tier(rd, id, &a, a.first - (q->rate ? tier_res[rd->tier] : 0), q->end_ms);
+                r = read_raw(rd, id, &a, rd->from, rd->to);
+        else
+                r = read_tier(rd, id, &a, rd->from, rd->to);
         if (r < 0)
                 return r;
         size_t n = 0;
@@ -619,6 +634,12 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
                 return -E2BIG;
         rd.tier = pick_tier(s, q);
         rd.columns = rollup_columns(q->agg, q->rate);
+        /* The periods of the tier that start in [start, end], whole; with
+         * rate, those of the step before too, for the first one's rate. */
+        int64_t period = tier_res[rd.tier];
+        rd.from = q->start_ms + (period - q->start_ms % period) % period - (q->rate ? q->step_ms : 0);
+        rd.from = rd.from < 0 ? 0 : rd.from;
+        rd.to = q->end_ms - q->end_ms % period + period - 1;
 
         res = calloc(1, sizeof(*res));
         cells = calloc(n_buckets, sizeof(*cells));
@@ -641,7 +662,7 @@ int store_query_range(struct store *s, const struct history_query *q, struct his
                         r = -ENOMEM;
         }
         if (r == 0 && n > 0)
-                r = reader_open(&rd, first - (q->rate ? tier_res[rd.tier] : 0), q->end_ms, ids[0], ids[n - 1]);
+                r = reader_open(&rd, rd.from, rd.to, ids[0], ids[n - 1]);
         for (size_t i = 0; i < n && r == 0; i++) {
                 if (q->cancelled && q->cancelled(q->cancel_cls)) {
                         r = -ECANCELED;

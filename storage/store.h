@@ -156,7 +156,8 @@ int store_set_page_limit(struct store *s, int64_t max_pages);
  * tier: among those whose retention reaches back to start, the coarsest
  * rollup whose resolution divides the step, else raw, else the coarsest
  * rollup no coarser than the step. Hours not yet rolled up are read from
- * their raw samples, so every tier is up to date. */
+ * their raw samples, so every tier is up to date, and counted as their
+ * rollups would be: by the start of each sample's period. */
 int store_query_range(struct store *s, const struct history_query *q, struct history_result **ret);
 
 int store_list_series(struct store *s, int metric, const struct history_matcher *matchers, size_t n_matchers,
