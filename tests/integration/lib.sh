@@ -15,7 +15,7 @@
 # Other programs start_helper COMMAND... | wait_helper PID
 # Waiting       wait_until [SECONDS] COMMAND... | wait_exit SECONDS PID | file_has FILE PATTERN
 #               metric_is SERIES VALUE | tick_at_least N
-# Driven ticks  hold_ticks | run_ticks N (a daemon started with --enable-admin), tick_of JSON
+# Driven ticks  hold_ticks | run_ticks N | ticks_until N COMMAND... (a daemon started with --enable-admin), tick_of JSON
 # HTTP          http PATH [CURL-ARGS...] | http_status PATH [CURL-ARGS...]
 #               metric_value SERIES | healthz_tick | stable_metrics | free_port
 # Fixtures      make_tls_cert | make_users_file FILE USER PASSWORD [COST]
@@ -307,6 +307,22 @@ run_ticks() {
     case $_out in *'"status":"success"'*) ;; *) false ;; esac || fail "run_ticks $1: $_out"
   TICK=$(tick_of "$_out")
   TICK_TIME=$(tick_time_of "$_out")
+}
+
+# ticks_until N COMMAND...: runs one tick at a time until COMMAND succeeds,
+# at most N ticks; returns 1 after saying so on stderr when it never did
+# (a bound on ticks, not seconds: the same under every instrument).
+ticks_until() {
+  _ticks_left=$1
+  shift
+  while ! "$@"; do
+    if [ "$_ticks_left" -le 0 ]; then
+      echo "not so after the ticks allowed: $*" >&2
+      return 1
+    fi
+    run_ticks 1
+    _ticks_left=$((_ticks_left - 1))
+  done
 }
 
 # tick_of JSON: the "tick" a JSON answer was read from.

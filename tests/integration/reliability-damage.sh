@@ -15,18 +15,10 @@ need sqlite3
 
 DB=$TEST_TMP/neurond.db
 printf '[neurond]\nintegrity_check_interval = 1s\n' >"$TEST_TMP/check.conf"
-start_daemon --config "$TEST_TMP/check.conf" --backend model:trn1.2xlarge,seed=4 --interval 200ms
-wait_until tick_at_least 10 || fail "the daemon does not tick"
+start_daemon --config "$TEST_TMP/check.conf" --backend model:trn1.2xlarge,seed=4 --interval 200ms --enable-admin
+run_ticks 10
 http /healthz | grep -q '"status":"ok"' || fail "/healthz before the damage: $(http /healthz)"
 
-# tick_and_time: the latest tick's number (TICK) and time (TIME), from
-# /healthz and /metrics of one tick.
-tick_and_time() {
-  _before=$(healthz_tick)
-  TIME=$(metric_value neurond_last_poll_timestamp_seconds)
-  TICK=$(healthz_tick)
-  [ -n "$TICK" ] && [ "$_before" = "$TICK" ]
-}
 # Every page in the file, then junk over all of it but the header.
 sqlite3 -cmd '.timeout 5000' "$DB" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null || fail "checkpoint"
 now=$(date +%s)
@@ -42,14 +34,15 @@ head -c $((size - 100)) /dev/zero | tr '\000' '\245' |
 healthz_degraded() {
   http /healthz | grep -q '"status":"degraded"'
 }
+# The scheduled check (every second, on its own thread) finds the damage.
 wait_until 10 healthz_degraded || fail "/healthz never said degraded: $(http /healthz)"
-# /metrics is as of the latest tick: it may say so a tick later.
-wait_until 5 metric_is neurond_storage_degraded 1 || fail "neurond_storage_degraded is not 1"
+# /metrics is as of the latest tick: it says so from the next one.
+run_ticks 1
+metric_is neurond_storage_degraded 1 || fail "neurond_storage_degraded is not 1 at the tick after"
 # From here on no tick goes to the damaged file: each waits in memory.
-wait_until tick_and_time || fail "no tick number and time of the same tick"
-TICK_BEFORE=$TICK TIME_BEFORE=$TIME
-# Still degraded a while later: the file cannot be set aside yet.
-sleep 1
+TICK_BEFORE=$TICK TIME_BEFORE=$TICK_TIME
+# Still degraded ticks later: the file cannot be set aside yet.
+run_ticks 20
 healthz_degraded || fail "/healthz stopped saying degraded before the file could be set aside"
 echo "damaged at tick $TICK_BEFORE: /healthz degraded"
 
@@ -61,9 +54,10 @@ status=0
 
 # Free the names: the file is set aside at the next retry.
 rmdir "$DB".damaged-*
-wait_until 30 metric_is neurond_storage_degraded 0 || fail "the daemon did not recover"
+# Retried after 1, 2, 4 ... 64 ticks (the store's back-off).
+ticks_until 130 metric_is neurond_storage_degraded 0 || fail "the daemon did not recover"
 http /healthz | grep -q '"status":"ok"' || fail "/healthz after recovery: $(http /healthz)"
-wait_until 5 metric_is neurond_storage_damaged_databases_total 1 || fail "the damaged file is not counted"
+metric_is neurond_storage_damaged_databases_total 1 || fail "the damaged file is not counted"
 aside=$(ls "$TEST_TMP" | grep '^neurond\.db\.damaged-[0-9]*$') || fail "the damaged file was not kept"
 [ "$(echo "$aside" | wc -l)" -eq 1 ] || fail "more than one file set aside: $aside"
 file_has "$DAEMON_LOG" "the database file was damaged: kept it as $DB.damaged-[0-9]* and started a new one" ||
@@ -71,8 +65,8 @@ file_has "$DAEMON_LOG" "the database file was damaged: kept it as $DB.damaged-[0
 [ "$(head -c 100 "$TEST_TMP/$aside" | head -c 15)" = "SQLite format 3" ] || fail "the kept file is not the damaged one"
 
 # Every tick made since the damage was found is in the new file.
-wait_until tick_and_time || fail "no tick number and time of the same tick"
-query="/api/v1/query_range?metric=neuron_device_up&neuron_device=0&start=$TIME_BEFORE&end=$TIME&step=10ms&agg=last"
+run_ticks 1
+query="/api/v1/query_range?metric=neuron_device_up&neuron_device=0&start=$TIME_BEFORE&end=$TICK_TIME&step=10ms&agg=last"
 stored=$(http "$query" --fail | grep -o '\[[0-9.]*,"' | wc -l)
 made=$((TICK - TICK_BEFORE + 1))
 [ "$stored" -eq "$made" ] || fail "ticks $TICK_BEFORE to $TICK: $made made, $stored stored"
