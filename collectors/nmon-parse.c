@@ -90,8 +90,8 @@ static int parse_core_key(const char *key, unsigned *ret) {
         return 0;
 }
 
-/* The runtime's entry for core index, added in order when new. */
-static int core_entry(struct nmon_runtime *rt, unsigned index, struct nmon_core **ret) {
+/* The runtime's entry for core index, added in order when new (at most max). */
+static int core_entry(struct nmon_runtime *rt, unsigned index, size_t max, struct nmon_core **ret) {
         size_t at = 0;
         while (at < rt->n_cores && rt->cores[at].index < index)
                 at++;
@@ -99,7 +99,7 @@ static int core_entry(struct nmon_runtime *rt, unsigned index, struct nmon_core 
                 *ret = &rt->cores[at];
                 return 0;
         }
-        if (rt->n_cores >= NMON_CORES_MAX)
+        if (rt->n_cores >= max)
                 return -E2BIG;
         struct nmon_core *grown = realloc(rt->cores, (rt->n_cores + 1) * sizeof(*grown));
         if (!grown)
@@ -134,7 +134,7 @@ static int parse_counters(json_object *g, double period, struct nmon_runtime *rt
                         return -EINVAL;
                 OPTIONAL(get_number(val, "neuroncore_utilization", 100, &pct), has_pct);
                 OPTIONAL(get_number(val, "flops", NUMBER_MAX, &flops), has_flops);
-                int r = core_entry(rt, index, &c);
+                int r = core_entry(rt, index, NMON_CORES_MAX, &c);
                 if (r < 0)
                         return r;
                 c->has_util = has_pct;
@@ -220,7 +220,7 @@ static int parse_memory(json_object *g, struct nmon_runtime *rt) {
                                 return r;
                         kinds = r == 0;
                 }
-                int r = core_entry(rt, index, &c);
+                int r = core_entry(rt, index, NMON_CORES_MAX, &c);
                 if (r < 0)
                         return r;
                 c->has_mem = kinds;
@@ -376,5 +376,94 @@ out:
                 return r;
         }
         *ret = rep;
+        return 0;
+}
+
+/* ---- runtimes that share a tag ---------------------------------------- */
+
+/* Percentiles of several runtimes: the highest of those that have them. */
+static void fold_max(double *to, bool *has, const double *from, bool from_has) {
+        for (int i = 0; i < METRIC_PERCENTILES && from_has; i++)
+                to[i] = *has && to[i] > from[i] ? to[i] : from[i];
+        *has = *has || from_has;
+}
+
+static int fold_core(struct nmon_runtime *to, const struct nmon_core *c) {
+        struct nmon_core *t;
+        size_t n = to->n_cores;
+        int r = core_entry(to, c->index, NMON_CORE_INDEX_MAX, &t);
+        if (r < 0)
+                return r;
+        if (to->n_cores > n) {
+                *t = *c;
+                return 0;
+        }
+        /* A sum stands only when every runtime listing the core has its
+         * part; the counter adds what each has. */
+        t->has_util = t->has_util && c->has_util;
+        t->util = fmin(1, t->util + c->util);
+        t->flops = (t->has_flops ? t->flops : 0) + (c->has_flops ? c->flops : 0);
+        t->has_flops = t->has_flops || c->has_flops;
+        t->has_mem = t->has_mem && c->has_mem;
+        for (int k = 0; k < METRIC_CORE_MEMORY_KINDS; k++)
+                t->mem[k] += c->mem[k];
+        return 0;
+}
+
+static int fold_runtime(struct nmon_runtime *to, const struct nmon_runtime *rt) {
+        if (!to->error[0])
+                memcpy(to->error, rt->error, sizeof(to->error));
+        for (int s = 0; s < EXEC_STATUS__COUNT && rt->has_exec; s++)
+                to->status[s] = (to->has_exec ? to->status[s] : 0) + rt->status[s];
+        for (int e = 0; e < EXEC_ERROR__COUNT && rt->has_exec; e++)
+                to->errors[e] = (to->has_exec ? to->errors[e] : 0) + rt->errors[e];
+        to->has_exec = to->has_exec || rt->has_exec;
+        fold_max(to->latency, &to->has_latency, rt->latency, rt->has_latency);
+        fold_max(to->device_latency, &to->has_device_latency, rt->device_latency, rt->has_device_latency);
+        to->has_memory = to->has_memory && rt->has_memory;
+        to->memory_host += rt->memory_host;
+        to->memory_device += rt->memory_device;
+        to->has_host_breakdown = to->has_host_breakdown && rt->has_host_breakdown;
+        for (int k = 0; k < HOST_MEM__COUNT; k++)
+                to->host_memory[k] += rt->host_memory[k];
+        to->has_vcpu = to->has_vcpu && rt->has_vcpu;
+        to->vcpu_user = fmin(1, to->vcpu_user + rt->vcpu_user);
+        to->vcpu_system = fmin(1, to->vcpu_system + rt->vcpu_system);
+        int r = 0;
+        for (size_t c = 0; c < rt->n_cores && r == 0; c++)
+                r = fold_core(to, &rt->cores[c]);
+        return r;
+}
+
+int nmon_merge_tags(const struct nmon_report *in, struct nmon_report *ret) {
+        struct nmon_report out = { .lnc = in->lnc, .cores_per_device = in->cores_per_device };
+        int r = 0;
+        memcpy(out.error, in->error, sizeof(out.error));
+        out.runtimes = calloc(in->n_runtimes ? in->n_runtimes : 1, sizeof(*out.runtimes));
+        if (!out.runtimes)
+                return -ENOMEM;
+        for (size_t i = 0; i < in->n_runtimes && r == 0; i++) {
+                const struct nmon_runtime *rt = &in->runtimes[i];
+                size_t k = 0;
+                while (k < out.n_runtimes && strcmp(out.runtimes[k].tag, rt->tag) != 0)
+                        k++;
+                if (k == out.n_runtimes) {
+                        /* The first of its tag: a copy, without its cores yet. */
+                        out.runtimes[k] = *rt;
+                        out.runtimes[k].cores = NULL;
+                        out.runtimes[k].n_cores = 0;
+                        out.n_runtimes++;
+                        r = 0;
+                        for (size_t c = 0; c < rt->n_cores && r == 0; c++)
+                                r = fold_core(&out.runtimes[k], &rt->cores[c]);
+                } else {
+                        r = fold_runtime(&out.runtimes[k], rt);
+                }
+        }
+        if (r < 0) {
+                nmon_report_free(&out);
+                return r;
+        }
+        *ret = out;
         return 0;
 }

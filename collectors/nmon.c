@@ -44,13 +44,13 @@ enum source_kind {
 
 struct source {
         enum source_kind kind;
-        size_t index; /* FROM_SYSFS: the sysfs series; else the runtime in report */
+        size_t index; /* FROM_SYSFS: the sysfs series; else the runtime in tags */
         size_t core;  /* CORE_*: the core's position in the runtime's cores */
         unsigned which;
 };
 
-/* Counters of a runtime since it first appeared: parallel to
- * report.runtimes, flops parallel to its cores. */
+/* Counters of a tag since it first appeared: parallel to tags.runtimes,
+ * flops parallel to its cores. */
 struct totals {
         double status[EXEC_STATUS__COUNT];
         double errors[EXEC_ERROR__COUNT];
@@ -75,7 +75,8 @@ struct nmon {
         uint64_t lines_taken; /* in this tick's drain, and past the bounds on it */
         uint64_t lines_skipped;
         int64_t parse_deadline_ns;
-        struct nmon_report report;
+        struct nmon_report report; /* the latest document: a runtime per process */
+        struct nmon_report tags;   /* the same, a runtime per tag: the series' */
         struct totals *totals;
         bool has_report;
         int64_t report_ms;
@@ -184,35 +185,49 @@ static void free_totals(struct totals *t, size_t n) {
 /* Forgets the report: its runtimes' series go, and their counters start
  * from 0 should they come back. */
 static void drop_report(struct nmon *m) {
-        free_totals(m->totals, m->report.n_runtimes);
+        free_totals(m->totals, m->tags.n_runtimes);
         m->totals = NULL;
         nmon_report_free(&m->report);
+        nmon_report_free(&m->tags);
         m->has_report = false;
 }
 
-/* Takes a new report: counters carry on for runtimes that were in the last
- * one (same pid and tag), start at 0 for new ones, and add this period. */
+/* Takes a new report: a tag's counters carry on when it was in the last
+ * one (whichever processes it has now), start at 0 for a new tag, and add
+ * this period. */
 static int take_report(struct nmon *m, struct nmon_report *rep, int64_t now_ms) {
-        struct totals *t = calloc(rep->n_runtimes ? rep->n_runtimes : 1, sizeof(*t));
-        if (!t)
+        struct nmon_report tags;
+        int r = nmon_merge_tags(rep, &tags);
+        if (r < 0)
+                return r;
+        struct totals *t = calloc(tags.n_runtimes ? tags.n_runtimes : 1, sizeof(*t));
+        if (!t) {
+                nmon_report_free(&tags);
                 return -ENOMEM;
-        for (size_t i = 0; i < rep->n_runtimes; i++) {
-                const struct nmon_runtime *rt = &rep->runtimes[i];
+        }
+        for (size_t i = 0; i < tags.n_runtimes; i++) {
+                const struct nmon_runtime *rt = &tags.runtimes[i];
                 t[i].flops = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(double));
                 if (!t[i].flops) {
                         free_totals(t, i + 1);
+                        nmon_report_free(&tags);
                         return -ENOMEM;
                 }
-                for (size_t k = 0; m->has_report && k < m->report.n_runtimes; k++) {
-                        const struct nmon_runtime *old = &m->report.runtimes[k];
-                        if (old->pid != rt->pid || strcmp(old->tag, rt->tag) != 0)
+                for (size_t k = 0; m->has_report && k < m->tags.n_runtimes; k++) {
+                        const struct nmon_runtime *old = &m->tags.runtimes[k];
+                        if (strcmp(old->tag, rt->tag) != 0)
                                 continue;
                         memcpy(t[i].status, m->totals[k].status, sizeof(t[i].status));
                         memcpy(t[i].errors, m->totals[k].errors, sizeof(t[i].errors));
-                        for (size_t c = 0; c < rt->n_cores; c++)
-                                for (size_t o = 0; o < old->n_cores; o++)
-                                        if (old->cores[o].index == rt->cores[c].index)
-                                                t[i].flops[c] = m->totals[k].flops[o];
+                        /* Both core lists are ascending. */
+                        for (size_t c = 0, o = 0; c < rt->n_cores && o < old->n_cores;) {
+                                if (old->cores[o].index < rt->cores[c].index)
+                                        o++;
+                                else if (old->cores[o].index > rt->cores[c].index)
+                                        c++;
+                                else
+                                        t[i].flops[c++] = m->totals[k].flops[o++];
+                        }
                 }
                 for (int s = 0; s < EXEC_STATUS__COUNT && rt->has_exec; s++)
                         t[i].status[s] += rt->status[s];
@@ -226,6 +241,7 @@ static int take_report(struct nmon *m, struct nmon_report *rep, int64_t now_ms) 
         drop_report(m);
         m->report = *rep;
         *rep = (struct nmon_report){ 0 };
+        m->tags = tags;
         m->totals = t;
         m->has_report = true;
         m->report_ms = now_ms;
@@ -377,17 +393,17 @@ static int core_device(const struct inventory *inv, unsigned core) {
         return -1;
 }
 
-/* The runtimes the series are built for: the latest report's, unless it is
- * too old. */
-static size_t live_runtimes(const struct nmon *m, int64_t now_ms) {
-        return m->has_report && now_ms - m->report_ms <= NMON_STALE_MS ? m->report.n_runtimes : 0;
+/* Whether the series are built for the latest report's runtimes: not
+ * when it is too old. */
+static bool report_live(const struct nmon *m, int64_t now_ms) {
+        return m->has_report && now_ms - m->report_ms <= NMON_STALE_MS;
 }
 
 /* Whether a runtime in the report holds logical core `core`. */
-static bool core_held(const struct nmon *m, size_t n_runtimes, unsigned core) {
-        for (size_t i = 0; i < n_runtimes; i++)
-                for (size_t c = 0; c < m->report.runtimes[i].n_cores; c++)
-                        if (m->report.runtimes[i].cores[c].index == core)
+static bool core_held(const struct nmon *m, unsigned core) {
+        for (size_t i = 0; i < m->tags.n_runtimes; i++)
+                for (size_t c = 0; c < m->tags.runtimes[i].n_cores; c++)
+                        if (m->tags.runtimes[i].cores[c].index == core)
                                 return true;
         return false;
 }
@@ -405,19 +421,17 @@ static int add(struct nmon *m, struct source src, enum metric_id metric, const c
         return inventory_add_series(inv, metric, labels);
 }
 
-/* Per held core: the runtime's figures with its tag. */
-static int add_cores(struct nmon *m, size_t i, unsigned *cores, unsigned *ret_listed) {
-        const struct nmon_runtime *rt = &m->report.runtimes[i];
+/* Per held core: the tag's figures. */
+static int add_cores(struct nmon *m, size_t i) {
+        const struct nmon_runtime *rt = &m->tags.runtimes[i];
         const struct inventory *sysfs = &m->sysfs->inv;
         char dev[16], core[16];
         int r = 0;
-        unsigned listed = 0;
         for (size_t c = 0; c < rt->n_cores && r == 0; c++) {
                 int d = core_device(sysfs, rt->cores[c].index);
                 /* A core sysfs does not know of has no device to name. */
                 if (d < 0)
                         continue;
-                cores[listed++] = rt->cores[c].index;
                 snprintf(dev, sizeof(dev), "%d", d);
                 snprintf(core, sizeof(core), "%u", rt->cores[c].index);
                 const char *const labels[] = { dev, core, rt->tag };
@@ -427,18 +441,15 @@ static int add_cores(struct nmon *m, size_t i, unsigned *cores, unsigned *ret_li
                 if (r == 0)
                         r = add(m, (struct source){ CORE_FLOPS, i, c, 0 }, METRIC_CORE_FLOPS, labels);
         }
-        *ret_listed = listed;
         return r;
 }
 
+/* The tag's own series; its processes are in neuron_runtime_info. */
 static int add_runtime(struct nmon *m, size_t i) {
         static const char *const locations[] = { "host", "neuron_device" };
         static const char *const usage[] = { "user", "system" };
-        const char *tag = m->report.runtimes[i].tag;
-        char pid[16];
+        const char *tag = m->tags.runtimes[i].tag;
         int r = 0;
-        snprintf(pid, sizeof(pid), "%u", m->report.runtimes[i].pid);
-        r = add(m, (struct source){ RT_INFO, i, 0, 0 }, METRIC_RUNTIME_INFO, (const char *const[]){ tag, pid });
         for (unsigned k = 0; k < EXEC_STATUS__COUNT && r == 0; k++)
                 r = add(m, (struct source){ RT_STATUS, i, 0, k }, METRIC_CORE_EXECUTION_STATUS,
                         (const char *const[]){ NULL, NULL, tag, metric_exec_status_names[k] });
@@ -463,8 +474,28 @@ static int add_runtime(struct nmon *m, size_t i) {
         return r;
 }
 
-/* sysfs's series but those the runtimes replace, then the runtimes'. */
-static int build_series(struct nmon *m, size_t n_runtimes) {
+/* A process: its neuron_runtime_info and its entry in the inventory, with
+ * the cores sysfs knows of. */
+static int add_process(struct nmon *m, size_t i) {
+        const struct nmon_runtime *rt = &m->report.runtimes[i];
+        unsigned *cores = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(*cores)), listed = 0;
+        char pid[16];
+        if (!cores)
+                return -ENOMEM;
+        for (size_t c = 0; c < rt->n_cores; c++)
+                if (core_device(&m->sysfs->inv, rt->cores[c].index) >= 0)
+                        cores[listed++] = rt->cores[c].index;
+        snprintf(pid, sizeof(pid), "%u", rt->pid);
+        int r = add(m, (struct source){ RT_INFO, i, 0, 0 }, METRIC_RUNTIME_INFO, (const char *const[]){ rt->tag, pid });
+        if (r == 0)
+                r = inventory_add_runtime(&m->base.inv, rt->pid, rt->tag, cores, listed);
+        free(cores);
+        return r;
+}
+
+/* sysfs's series but those the runtimes replace, then the runtimes': per
+ * tag, and the processes. */
+static int build_series(struct nmon *m, bool live) {
         struct inventory *inv = &m->base.inv;
         const struct inventory *sysfs = &m->sysfs->inv;
         int r = 0;
@@ -478,29 +509,27 @@ static int build_series(struct nmon *m, size_t n_runtimes) {
                                 (s->metric >= METRIC_CORE_MEMORY_CONSTANTS && s->metric <= METRIC_CORE_MEMORY_TENSORS);
                 if (s->metric == METRIC_CORE_EXECUTION_STATUS || s->metric == METRIC_CORE_EXECUTION_ERRORS)
                         continue;
-                if (per_core && sscanf(s->label_values[1], "%u", &core) == 1 && core_held(m, n_runtimes, core))
+                if (per_core && live && sscanf(s->label_values[1], "%u", &core) == 1 && core_held(m, core))
                         continue;
                 const char *labels[METRIC_LABELS_MAX];
                 for (int k = 0; k < METRIC_LABELS_MAX; k++)
                         labels[k] = s->label_values[k];
                 r = add(m, (struct source){ FROM_SYSFS, i, 0, 0 }, s->metric, labels);
         }
-        for (size_t i = 0; i < n_runtimes && r == 0; i++) {
-                const struct nmon_runtime *rt = &m->report.runtimes[i];
-                unsigned *cores = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(*cores)), listed = 0;
-                r = cores ? add_cores(m, i, cores, &listed) : -ENOMEM;
+        for (size_t i = 0; live && i < m->tags.n_runtimes && r == 0; i++) {
+                r = add_cores(m, i);
                 if (r == 0)
                         r = add_runtime(m, i);
-                if (r == 0)
-                        r = inventory_add_runtime(inv, rt->pid, rt->tag, cores, listed);
-                free(cores);
         }
+        for (size_t i = 0; live && i < m->report.n_runtimes && r == 0; i++)
+                r = add_process(m, i);
         return r;
 }
 
 /* Whether the runtimes (pid, tag, cores) differ from the inventory's. */
-static bool runtimes_changed(const struct nmon *m, size_t n_runtimes) {
+static bool runtimes_changed(const struct nmon *m, bool live) {
         const struct inventory *inv = &m->base.inv;
+        size_t n_runtimes = live ? m->report.n_runtimes : 0;
         if (inv->n_runtimes != n_runtimes)
                 return true;
         for (size_t i = 0; i < n_runtimes; i++) {
@@ -561,12 +590,12 @@ static int nmon_refresh(struct collector *c, int64_t now_ms) {
         int devices = m->sysfs->ops->refresh(m->sysfs, now_ms);
         if (devices < 0)
                 return devices;
-        size_t n = live_runtimes(m, now_ms);
-        if (!devices && !m->resync && !runtimes_changed(m, n))
+        bool live = report_live(m, now_ms);
+        if (!devices && !m->resync && !runtimes_changed(m, live))
                 return 0;
         r = devices || m->resync ? copy_inventory(m) : 0;
         if (r == 0)
-                r = build_series(m, n);
+                r = build_series(m, live);
         /* A list half-built is never read (the loop reads no collector
          * whose refresh failed), and the next refresh builds it whole. */
         m->resync = r < 0;
@@ -577,7 +606,11 @@ static int nmon_refresh(struct collector *c, int64_t now_ms) {
 
 /* The value of a runtime's series; false when the report has none. */
 static bool runtime_value(const struct nmon *m, const struct source *src, double *ret) {
-        const struct nmon_runtime *rt = &m->report.runtimes[src->index];
+        if (src->kind == RT_INFO) {
+                *ret = 1; /* its index is the process's, not a tag's */
+                return true;
+        }
+        const struct nmon_runtime *rt = &m->tags.runtimes[src->index];
         const struct totals *t = &m->totals[src->index];
         const struct nmon_core *core = src->kind <= CORE_FLOPS ? &rt->cores[src->core] : NULL;
         switch (src->kind) {
@@ -595,9 +628,6 @@ static bool runtime_value(const struct nmon *m, const struct source *src, double
                 return true;
         case RT_ERRORS:
                 *ret = t->errors[src->which];
-                return true;
-        case RT_INFO:
-                *ret = 1;
                 return true;
         case RT_LATENCY:
                 *ret = rt->latency[src->which];
@@ -709,7 +739,7 @@ static int nmon_open(const struct collector_args *args, struct collector **ret) 
                  (int) sizeof(m->base.inv.backend) - 9, m->sysfs->inv.backend);
         r = copy_inventory(m);
         if (r == 0)
-                r = build_series(m, 0);
+                r = build_series(m, false);
         if (r == 0 && m->fifo) {
                 /* Opening for reading without a writer does not wait. */
                 m->fd = open(m->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

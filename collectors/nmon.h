@@ -31,7 +31,10 @@
  * its utilization and memory kinds from the runtime (with its runtime_tag),
  * other cores keep sysfs's; execution_status_total and
  * execution_errors_total are the runtimes' only (per runtime, no core), so
- * that sums do not count an execution twice.
+ * that sums do not count an execution twice. Processes that share a tag
+ * are one runtime in the series (nmon_merge_tags), so that no series is
+ * listed twice; neuron_runtime_info and the inventory's runtimes list each
+ * process.
  *
  * The parser below is a pure function over a buffer (it is fuzzed):
  * bounded in line length, nesting, runtimes and cores; numbers are checked
@@ -98,6 +101,18 @@ struct nmon_report {
 int nmon_parse(const char *text, size_t len, struct nmon_report *ret, char *err, size_t errlen);
 
 void nmon_report_free(struct nmon_report *r); /* NULL-safe; leaves r empty */
+
+/* One runtime per tag: workers started with one NEURON_PROCESS_TAG are
+ * distinct processes under one tag, and the series carry the tag alone,
+ * as AWS's exporter labels them. Runtimes that share a tag become the
+ * first one's entry (its pid), in the order of first appearance: counts,
+ * bytes and ratios add up (ratios capped at 1) and stand when every
+ * runtime that has the figure's place (the runtime, or the core for a
+ * core's) has it; the execution and flops counts add what each has;
+ * latency percentiles are the highest of those that have them; the error
+ * is the first. Cores are the union, ascending. Returns 0 with ret, or
+ * -ENOMEM. */
+int nmon_merge_tags(const struct nmon_report *in, struct nmon_report *ret);
 
 /* The backend: options are the sysfs options followed by the monitor
  * option (collector_args.options of a "sysfs" spec that has one). */

@@ -305,13 +305,13 @@ static void eval_is_zero(struct eval *e, enum health_rule_id id) {
         free(seen);
 }
 
-/* The logical core a runtime's series stands for on each device: its
- * first core there. Returns the runtime holding tag, or NULL. */
-static const struct runtime_info *runtime_of(const struct eval *e, const char *tag) {
+/* The next process after *at (from 0) that runs under tag, or NULL: a
+ * tag's series stand for all of them (workers started with one tag). */
+static const struct runtime_info *next_of_tag(const struct eval *e, const char *tag, size_t *at) {
         const struct series_set *set = e->snap->set;
-        for (size_t r = 0; tag[0] && r < set->n_runtimes; r++)
-                if (strcmp(set->runtimes[r].tag, tag) == 0)
-                        return &set->runtimes[r];
+        while (tag[0] && *at < set->n_runtimes)
+                if (strcmp(set->runtimes[(*at)++].tag, tag) == 0)
+                        return &set->runtimes[*at - 1];
         return NULL;
 }
 
@@ -341,7 +341,10 @@ static bool tripped(const struct eval *e, const struct health_rule *r, double su
 static void eval_counters(struct eval *e, enum health_rule_id id) {
         const struct health_rule *r = &health_rules[id];
         struct tally *dev = calloc(e->n_devices ? e->n_devices : 1, sizeof(*dev));
-        if (!dev) {
+        bool *counted = calloc(e->n_devices ? e->n_devices : 1, sizeof(*counted));
+        if (!dev || !counted) {
+                free(dev);
+                free(counted);
                 e->failed = true;
                 return;
         }
@@ -377,24 +380,25 @@ static void eval_counters(struct eval *e, enum health_rule_id id) {
                         dev[pos].any = true;
                         continue;
                 }
-                /* A runtime's counters: every device it holds cores of
-                 * (its cores are ascending, a device's are neighbours). */
-                const struct runtime_info *rt = runtime_of(e, label(d, "runtime_tag"));
+                /* A runtime's counters: every device its processes hold
+                 * cores of, once. */
+                const char *tag = label(d, "runtime_tag");
+                const struct runtime_info *rt;
                 char detail[HEALTH_DETAIL_MAX];
-                long last = -1;
-                if (rt)
-                        snprintf(detail, sizeof(detail), "runtime %.40s", rt->tag);
-                for (unsigned c = 0; rt && c < rt->n_cores; c++) {
-                        long k = rt->cores[c] < e->n_cores ? e->core_dev[rt->cores[c]] : -1;
-                        if (k < 0 || k == last)
-                                continue;
-                        last = k;
-                        dev[k].any = true;
-                        if (!known)
-                                dev[k].missing = true;
-                        else
-                                tally_add(&dev[k], rise, detail);
-                }
+                snprintf(detail, sizeof(detail), "runtime %.40s", tag);
+                memset(counted, 0, e->n_devices * sizeof(*counted));
+                for (size_t at = 0; (rt = next_of_tag(e, tag, &at));)
+                        for (unsigned c = 0; c < rt->n_cores; c++) {
+                                long k = rt->cores[c] < e->n_cores ? e->core_dev[rt->cores[c]] : -1;
+                                if (k < 0 || counted[k])
+                                        continue;
+                                counted[k] = true;
+                                dev[k].any = true;
+                                if (!known)
+                                        dev[k].missing = true;
+                                else
+                                        tally_add(&dev[k], rise, detail);
+                        }
         }
         for (size_t k = 0; k < e->n_devices; k++) {
                 double value;
@@ -413,6 +417,7 @@ static void eval_counters(struct eval *e, enum health_rule_id id) {
                         unknown(e, id, k, rate_known ? "no earlier sample" : "no earlier tick");
         }
         free(dev);
+        free(counted);
 }
 
 static void eval_share(struct eval *e, enum health_rule_id id) {
@@ -602,14 +607,19 @@ static void eval_stuck(struct eval *e, enum health_rule_id id) {
                 double share = dev->core_count && dev->memory_bytes ? (double) dev->memory_bytes / dev->core_count : 0;
                 if (c->util > 0 || !(c->mem > r->threshold * share))
                         continue;
-                /* The runtime's other cores (runtime_info lists them), else the device's. */
-                const struct runtime_info *rt = c->tag[0] ? runtime_of(e, c->tag) : NULL;
-                bool sibling_busy = false;
-                for (unsigned j = 0; rt && j < rt->n_cores && !sibling_busy; j++) {
-                        const struct core_read *o = rt->cores[j] < n_cores ? &cores[rt->cores[j]] : NULL;
-                        sibling_busy = o && o != c && o->util_known && o->util > 0 && strcmp(o->tag, c->tag) == 0;
+                /* The runtime's other cores (runtime_info lists them, for
+                 * each process under its tag), else the device's. */
+                const struct runtime_info *rt;
+                bool tagged = false, sibling_busy = false;
+                for (size_t at = 0; (rt = next_of_tag(e, c->tag, &at));) {
+                        tagged = true;
+                        for (unsigned j = 0; j < rt->n_cores && !sibling_busy; j++) {
+                                const struct core_read *o = rt->cores[j] < n_cores ? &cores[rt->cores[j]] : NULL;
+                                sibling_busy =
+                                        o && o != c && o->util_known && o->util > 0 && strcmp(o->tag, c->tag) == 0;
+                        }
                 }
-                for (size_t j = dev->first_core; !rt && j < dev->first_core + dev->core_count && j < n_cores; j++) {
+                for (size_t j = dev->first_core; !tagged && j < dev->first_core + dev->core_count && j < n_cores; j++) {
                         const struct core_read *o = &cores[j];
                         sibling_busy = sibling_busy || (j != k && !o->tag[0] && o->util_known && o->util > 0);
                 }

@@ -1,6 +1,6 @@
 /* libFuzzer target for the neuron-monitor JSON parser: the input is one
  * line of neuron-monitor's output. What the parser accepts must keep its
- * bounds. */
+ * bounds, and so must its runtimes merged by tag. */
 #include "config.h"
 
 #include <errno.h>
@@ -47,6 +47,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 abort();
                 }
         }
+        /* Merged by tag: one runtime a tag, cores ascending, ratios kept. */
+        struct nmon_report tags;
+        r = nmon_merge_tags(&rep, &tags);
         nmon_report_free(&rep);
+        if (r < 0) {
+                if (r != -ENOMEM)
+                        abort();
+                return 0;
+        }
+        for (size_t i = 0; i < tags.n_runtimes; i++) {
+                const struct nmon_runtime *rt = &tags.runtimes[i];
+                for (size_t k = 0; k < i; k++)
+                        if (strcmp(tags.runtimes[k].tag, rt->tag) == 0)
+                                abort();
+                check_ratio(rt->has_vcpu, rt->vcpu_user);
+                check_ratio(rt->has_vcpu, rt->vcpu_system);
+                for (size_t c = 0; c < rt->n_cores; c++) {
+                        if (rt->cores[c].index >= NMON_CORE_INDEX_MAX ||
+                            (c > 0 && rt->cores[c].index <= rt->cores[c - 1].index))
+                                abort();
+                        check_ratio(rt->cores[c].has_util, rt->cores[c].util);
+                }
+        }
+        nmon_report_free(&tags);
         return 0;
 }

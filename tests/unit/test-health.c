@@ -35,6 +35,7 @@ struct world {
         double util[DEVICES * CORES], core_mem[DEVICES * CORES];
         double generic, hardware; /* the runtime's error counters */
         bool per_core;            /* the driver's per-core counters instead (sysfs), no runtime */
+        bool workers;             /* the runtime is two processes under its tag, both on device 1 */
         double core_generic[DEVICES * CORES];
         bool omit[METRIC__COUNT];
 };
@@ -122,10 +123,16 @@ static struct snapshot *build(const struct world *w) {
         unsigned cores[DEVICES * CORES];
         for (unsigned c = 0; c < DEVICES * CORES; c++)
                 cores[c] = c;
-        struct runtime_info rt = { .pid = 100, .tag = "rt", .n_cores = DEVICES * CORES, .cores = cores };
+        struct runtime_info rt[2] = { { .pid = 100, .tag = "rt", .n_cores = DEVICES * CORES, .cores = cores } };
+        if (w->workers) {
+                rt[0].n_cores = 3;
+                rt[1] = (struct runtime_info){
+                        .pid = 101, .tag = "rt", .n_cores = DEVICES * CORES - 2, .cores = cores + 2
+                };
+        }
         struct snapshot *s = snapshot_new(b.n);
         assert_non_null(s);
-        const struct inventory backend = { .n_runtimes = w->per_core ? 0 : 1, .runtimes = &rt };
+        const struct inventory backend = { .n_runtimes = w->per_core ? 0 : w->workers ? 2 : 1, .runtimes = rt };
         s->set = series_set_new(1, b.series, b.n, &backend);
         assert_non_null(s->set);
         s->timestamp_ms = w->ts;
@@ -374,6 +381,17 @@ static void health__execution_errors__degraded_on_the_runtime_devices(void **sta
         w.generic = 100;
         w.hardware = 1;
         expect_healthy(tick(&r, &w));
+        /* Two processes under the tag: its errors count on every device
+         * either holds, once on the device both hold cores of. */
+        w = normal(T0 + 6000);
+        w.generic = 150;
+        w.hardware = 1;
+        w.workers = true;
+        h = tick(&r, &w);
+        for (unsigned d = 0; d < DEVICES; d++) {
+                expect(h, d, HEALTH_DEGRADED, HEALTH_RULE_EXEC_ERRORS);
+                assert_true(finding(h, d, HEALTH_RULE_EXEC_ERRORS)->value == 50);
+        }
         run_free(&r);
 }
 

@@ -192,6 +192,119 @@ static void nmon_parse__hostile_tag__cleaned_and_cut(void **state) {
         nmon_report_free(&rep);
 }
 
+/* A runtime as neuron-monitor lists it, every group present: cores first
+ * to last at util percent, 10 completions and 1 generic error, p50
+ * latency lat (null when 0), 1000 host and 2000 device bytes, vCPU user
+ * 30 %; the memory group in error when mem_error. */
+static void runtime_json(char *out, size_t size, unsigned pid, const char *tag, unsigned first, unsigned last,
+                         double util, double lat, bool mem_error) {
+        char cores[2048] = "", mem[4096] = "", latency[256] = "null";
+        size_t a = 0, b = 0;
+        for (unsigned c = first; c <= last; c++) {
+                a += (size_t) snprintf(cores + a, sizeof(cores) - a,
+                                       "%s\"%u\": {\"neuroncore_utilization\": %g, \"flops\": 100}",
+                                       c > first ? "," : "", c, util);
+                b += (size_t) snprintf(
+                        mem + b, sizeof(mem) - b,
+                        "%s\"%u\": {\"constants\": 1, \"model_code\": 2, \"model_shared_scratchpad\": 0, "
+                        "\"runtime_memory\": 0, \"tensors\": 4}",
+                        c > first ? "," : "", c);
+        }
+        if (lat > 0)
+                snprintf(latency, sizeof(latency),
+                         "{\"p0\": %g, \"p1\": %g, \"p25\": %g, \"p50\": %g, \"p75\": %g, \"p99\": %g, \"p100\": %g}",
+                         lat, lat, lat, lat, lat, lat, lat);
+        snprintf(
+                out, size,
+                "{\"pid\": %u, \"neuron_runtime_tag\": \"%s\", \"error\": \"\", \"report\": {"
+                "\"neuroncore_counters\": {\"period\": 1, \"error\": \"\", \"neuroncores_in_use\": {%s}}, "
+                "\"execution_stats\": {\"period\": 1, \"error\": \"\", \"error_summary\": {\"generic\": 1, \"numerical\": 0, "
+                "\"transient\": 0, \"model\": 0, \"runtime\": 0, \"hardware\": 0}, \"execution_summary\": {\"completed\": "
+                "10, \"completed_with_err\": 0, \"completed_with_num_err\": 0, \"timed_out\": 0, \"incorrect_input\": 0, "
+                "\"failed_to_queue\": 0}, \"latency_stats\": {\"total_latency\": %s, \"device_latency\": %s}}, "
+                "\"memory_used\": {\"period\": 1, \"error\": \"%s\", \"neuron_runtime_used_bytes\": {\"host\": 1000, "
+                "\"neuron_device\": 2000, \"usage_breakdown\": {\"host\": {\"application_memory\": 1000, \"constants\": 0, "
+                "\"dma_buffers\": 0, \"tensors\": 0}, \"neuroncore_memory_usage\": {%s}}}}, "
+                "\"neuron_runtime_vcpu_usage\": {\"period\": 1, \"error\": \"\", \"vcpu_usage\": {\"user\": 30, "
+                "\"system\": 5}}}}",
+                pid, tag, cores, latency, latency, mem_error ? "cannot read the memory" : "", mem);
+}
+
+static char *document(int n, const char *const *runtimes) {
+        size_t size = 64;
+        for (int i = 0; i < n; i++)
+                size += strlen(runtimes[i]) + 1;
+        char *doc = malloc(size);
+        assert_non_null(doc);
+        size_t at = (size_t) snprintf(doc, size, "{\"neuron_runtime_data\": [");
+        for (int i = 0; i < n; i++)
+                at += (size_t) snprintf(doc + at, size - at, "%s%s", i ? "," : "", runtimes[i]);
+        snprintf(doc + at, size - at, "]}");
+        return doc;
+}
+
+/* Workers under one tag: one runtime, its cores the union, counts and
+ * bytes added, ratios added up to 1, the highest latency, a sum absent
+ * when a worker lacks its part; other tags untouched. */
+static void nmon_merge_tags__shared_tag__one_runtime_per_tag(void **state) {
+        (void) state;
+        static char a[8192], b[8192], c[8192], d[8192];
+        struct nmon_report rep, tags;
+        runtime_json(a, sizeof(a), 100, "job", 0, 1, 40, 0.002, false);
+        runtime_json(b, sizeof(b), 101, "solo", 4, 4, 10, 0, false);
+        runtime_json(c, sizeof(c), 102, "job", 0, 3, 70, 0.005, false);
+        runtime_json(d, sizeof(d), 103, "job", 2, 3, 5, 0, false);
+        char *doc = document(4, (const char *const[]){ a, b, c, d });
+        assert_int_equal(parse(doc, &rep), 0);
+        assert_int_equal(rep.n_runtimes, 4);
+        assert_int_equal(nmon_merge_tags(&rep, &tags), 0);
+        assert_int_equal(tags.n_runtimes, 2);
+        const struct nmon_runtime *job = &tags.runtimes[0], *solo = &tags.runtimes[1];
+        assert_string_equal(job->tag, "job");
+        assert_int_equal(job->pid, 100);
+        assert_string_equal(solo->tag, "solo");
+        assert_int_equal(solo->n_cores, 1);
+        assert_double_near(solo->cores[0].util, 0.1, 1e-12);
+        assert_int_equal(job->n_cores, 4);
+        for (unsigned k = 0; k < 4; k++)
+                assert_int_equal(job->cores[k].index, k);
+        assert_double_near(job->cores[0].util, 1, 0);        /* 40 % + 70 %, capped */
+        assert_double_near(job->cores[2].util, 0.75, 1e-12); /* 70 % + 5 % */
+        assert_double_near(job->cores[1].flops, 200, 0);
+        assert_double_near(job->cores[3].mem[4], 8, 0);
+        assert_true(job->cores[3].has_util && job->cores[3].has_mem);
+        assert_double_near(job->status[EXEC_COMPLETED], 30, 0);
+        assert_double_near(job->errors[EXEC_ERROR_GENERIC], 3, 0);
+        assert_true(job->has_latency);
+        assert_double_near(job->latency[3], 0.005, 1e-12);
+        assert_true(job->has_memory && job->has_host_breakdown);
+        assert_double_near(job->memory_device, 6000, 0);
+        assert_double_near(job->host_memory[HOST_MEM_APPLICATION], 3000, 0);
+        assert_double_near(job->vcpu_user, 0.9, 1e-12);
+        assert_double_near(job->vcpu_system, 0.15, 1e-12);
+        nmon_report_free(&tags);
+        nmon_report_free(&rep);
+        free(doc);
+
+        /* One worker's memory group fails: the tag's sums are absent, its
+         * error is said; its cores keep the other groups. */
+        runtime_json(d, sizeof(d), 103, "job", 2, 3, 5, 0, true);
+        doc = document(3, (const char *const[]){ a, c, d });
+        assert_int_equal(parse(doc, &rep), 0);
+        assert_int_equal(nmon_merge_tags(&rep, &tags), 0);
+        assert_int_equal(tags.n_runtimes, 1);
+        job = &tags.runtimes[0];
+        assert_string_equal(job->error, "memory_used: cannot read the memory");
+        assert_false(job->has_memory);
+        assert_false(job->has_host_breakdown);
+        assert_true(job->cores[0].has_mem);
+        assert_false(job->cores[2].has_mem);
+        assert_true(job->cores[2].has_util);
+        nmon_report_free(&tags);
+        nmon_report_free(&rep);
+        free(doc);
+}
+
 /* ---- the collector ---------------------------------------------------- */
 
 static char scratch[256];
@@ -351,6 +464,85 @@ static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state
         free(v.b.values);
         free(v.b.valid);
         collector_close(plain);
+        collector_close(c);
+}
+
+/* No two series of the collector have the same family and labels. */
+static void assert_series_unique(const struct collector *c) {
+        for (size_t i = 0; i < c->inv.n_series; i++)
+                for (size_t j = i + 1; j < c->inv.n_series; j++) {
+                        const struct series_desc *a = &c->inv.series[i], *b = &c->inv.series[j];
+                        bool same = a->metric == b->metric;
+                        for (int k = 0; k < METRIC_LABELS_MAX && same; k++)
+                                same = strcmp(a->label_values[k], b->label_values[k]) == 0;
+                        if (same)
+                                fail_msg("series %zu and %zu are the same: metric %d {%s,%s,%s,%s}", i, j, a->metric,
+                                         a->label_values[0], a->label_values[1], a->label_values[2],
+                                         a->label_values[3]);
+                }
+}
+
+/* Workers under one tag, each listing cores the others list too: every
+ * series once, a tag's figures over its workers, each process in
+ * neuron_runtime_info and the inventory; the tag's counters go on when a
+ * worker leaves. */
+static void nmon_collector__shared_tag__series_once_counters_go_on(void **state) {
+        (void) state;
+        static char a[8192], b[8192], c2[8192], d[8192];
+        char spec[2048], fifo[300], err[256];
+        struct collector *c = NULL;
+        struct values v = { 0 };
+        snprintf(fifo, sizeof(fifo), "%s/monitor", make_scratch());
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        snprintf(spec, sizeof(spec), "sysfs:%s,monitor-fifo=%s", srcdir_path("tests/data/trn1"), fifo);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        assert_true(w >= 0);
+        runtime_json(a, sizeof(a), 100, "job", 0, 1, 40, 0.002, false);
+        runtime_json(b, sizeof(b), 101, "solo", 3, 3, 10, 0, false);
+        runtime_json(c2, sizeof(c2), 102, "job", 0, 3, 0, 0.005, false);
+        runtime_json(d, sizeof(d), 103, "job", 2, 3, 60, 0, false);
+        char *doc1 = document(4, (const char *const[]){ a, b, c2, d }),
+             *doc2 = document(2, (const char *const[]){ a, c2 });
+        int64_t now = 1000000;
+
+        write_line(w, doc1);
+        assert_int_equal(c->ops->refresh(c, now), 1);
+        assert_series_unique(c);
+        assert_int_equal(c->inv.n_runtimes, 4);
+        for (int i = 0; i < 4; i++) {
+                char pid[16];
+                snprintf(pid, sizeof(pid), "%u", c->inv.runtimes[i].pid);
+                assert_true(find(c, METRIC_RUNTIME_INFO, c->inv.runtimes[i].tag, pid, NULL, NULL) >= 0);
+        }
+        read_all(c, now, &v);
+        long done = find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "job", "completed");
+        assert_double_near(value(&v, done), 30, 0);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "0", "0", "job", NULL)), 0.4, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "3", "2", "job", NULL)), 0.6, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "3", "3", "solo", NULL)), 0.1, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_RUNTIME_LATENCY, "job", "p99", NULL, NULL)), 0.005, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_RUNTIME_MEMORY_USED, "job", "neuron_device", NULL, NULL)), 6000, 0);
+
+        /* A worker leaves: the tag's counters add the others' counts. */
+        write_line(w, doc2);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_series_unique(c);
+        assert_int_equal(c->inv.n_runtimes, 2);
+        assert_int_equal(find(c, METRIC_RUNTIME_INFO, "job", "103", NULL, NULL), -1);
+        assert_int_equal(find(c, METRIC_CORE_UTILIZATION, "3", "3", "solo", NULL), -1);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 0);
+        done = find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "job", "completed");
+        assert_double_near(value(&v, done), 50, 0);
+        assert_double_near(value(&v, find(c, METRIC_CORE_FLOPS, "3", "2", "job", NULL)), 300, 0);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "3", "2", "job", NULL)), 0, 0);
+
+        close(w);
+        free(doc1);
+        free(doc2);
+        free(v.b.values);
+        free(v.b.valid);
         collector_close(c);
 }
 
@@ -523,8 +715,10 @@ int main(void) {
                 cmocka_unit_test(nmon_parse__malformed__refused),
                 cmocka_unit_test(nmon_parse__bounds__runtimes_and_cores_capped),
                 cmocka_unit_test(nmon_parse__hostile_tag__cleaned_and_cut),
+                cmocka_unit_test(nmon_merge_tags__shared_tag__one_runtime_per_tag),
                 cmocka_unit_test_teardown(nmon_collector__fifo__runtimes_come_and_go_counters_add, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__devices_come_and_go__core_series_follow, scratch_teardown),
+                cmocka_unit_test_teardown(nmon_collector__shared_tag__series_once_counters_go_on, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__child_killed_or_exiting__restarted_with_reason,
                                           scratch_teardown),
                 cmocka_unit_test(nmon_collector__junk_flood__lines_bounded_per_tick),
