@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,15 +19,16 @@
 
 #define RESTART_MIN_MS 1000
 #define RESTART_MAX_MS 60000
-/* Read at most this much per tick, so that a flood cannot hold the tick. */
-#define DRAIN_MAX (4 * NMON_LINE_MAX)
-/* What one tick spends on the lines it drained: a child flooding the pipe
- * with junk lines (millions of them in DRAIN_MAX) must not hold the tick.
- * neuron-monitor writes one document per period, so a tick normally has
- * one or two lines; the rest are skipped, and counted. */
-#define LINES_PER_TICK 64
-#define PARSE_BUDGET_NS (100 * 1000000LL)
+/* What the reader parses in a second: a child flooding the pipe with junk
+ * lines (millions a second) must not take a core. neuron-monitor writes
+ * one document a period (a second at least), so the rest are skipped, and
+ * counted. */
+#define LINES_PER_SECOND 64
+#define PARSE_NS_PER_SECOND (100 * 1000000LL)
 #define CHUNK 65536
+/* A monitor-fifo= that is not a FIFO ends at each read: looked at again
+ * after this. */
+#define EOF_PAUSE_MS 100
 
 enum source_kind {
         FROM_SYSFS,
@@ -44,7 +47,7 @@ enum source_kind {
 
 struct source {
         enum source_kind kind;
-        size_t index; /* FROM_SYSFS: the sysfs series; else the runtime in tags */
+        size_t index; /* FROM_SYSFS: the sysfs series; RT_INFO: the process in report; else the runtime in tags */
         size_t core;  /* CORE_*: the core's position in the runtime's cores */
         unsigned which;
 };
@@ -57,6 +60,19 @@ struct totals {
         double *flops;
 };
 
+/* A document as the series read it. Never changed once made: the reader
+ * carries its counters into the next one while the tick reads it. */
+struct doc {
+        int refs;                  /* under the lock */
+        struct nmon_report report; /* a runtime per process */
+        struct nmon_report tags;   /* the same, a runtime per tag: the series' */
+        struct totals *totals;
+};
+
+/* The monitor's output is read by a thread of its own as it arrives,
+ * whatever the tick's interval: a document of hundreds of KB that waited
+ * for ticks took longer than the silence rule allows. The tick takes the
+ * latest document. */
 struct nmon {
         struct collector base;
         struct collector *sysfs;
@@ -64,24 +80,35 @@ struct nmon {
         struct source *sources;      /* parallel to base.inv.series */
         char *command;               /* monitor=, or NULL */
         char *fifo;                  /* monitor-fifo=, or NULL */
+
+        /* The reader's own. */
+        pthread_t thread;
+        bool running;
+        int stop[2]; /* written to stop the reader */
         int fd;
-        pid_t child;
-        pid_t group; /* the child's process group, until the pipe closes */
-        int64_t next_start_ms, backoff_ms;
+        pid_t child; /* and its process group */
+        int64_t next_start_ns, backoff_ms, last_byte_ns;
         char *line; /* the partial line read so far */
         size_t len;
-        bool discarding;      /* inside a line over NMON_LINE_MAX */
-        bool flooded;         /* the last drain skipped lines */
-        uint64_t lines_taken; /* in this tick's drain, and past the bounds on it */
-        uint64_t lines_skipped;
-        int64_t parse_deadline_ns;
-        struct nmon_report report; /* the latest document: a runtime per process */
-        struct nmon_report tags;   /* the same, a runtime per tag: the series' */
-        struct totals *totals;
-        bool has_report;
-        int64_t report_ms;
-        int64_t started_ms; /* when the child started, 0 once it printed */
-        bool resync;        /* the last refresh failed: build the series anew */
+        bool discarding;                    /* inside a line over NMON_LINE_MAX */
+        int64_t window_ns, window_parse_ns; /* this second's parsing */
+        unsigned window_lines;
+        uint64_t chunk_lines, chunk_skipped; /* of the chunk being read */
+        struct doc *last;                    /* the latest document, for its counters */
+
+        /* Shared, under the lock. */
+        pthread_mutex_t lock;
+        struct doc *pending;                                 /* the latest document, until the tick takes it */
+        uint64_t skipped;                                    /* lines, since the tick last looked */
+        uint64_t lines;                                      /* since open: nmon_lines_read() */
+        char said[sizeof(((struct collector *) 0)->reason)]; /* the reader's first problem since */
+
+        /* The tick's own. */
+        struct doc *cur;
+        int64_t report_ms; /* when the tick took cur */
+        bool flooded;      /* lines are being skipped */
+        int64_t skip_ns;   /* when a tick last saw lines skipped */
+        bool resync;       /* the last refresh failed: build the series anew */
         char problem[sizeof(((struct collector *) 0)->reason)];
 };
 
@@ -89,38 +116,207 @@ bool nmon_options_have_monitor(const char *options) {
         return options && (strstr(options, ",monitor=") || strstr(options, ",monitor-fifo="));
 }
 
-/* Notes what went wrong for the next read() to say; the first problem
- * since the last read stays (a monitor's end before the documents it left
- * in the pipe). */
-__attribute__((format(printf, 2, 3))) static void set_problem(struct nmon *m, const char *fmt, ...) {
+static int64_t monotonic_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Notes what went wrong, in out; the first problem since the last
+ * read() stays (a monitor's end before the documents it left in the
+ * pipe). */
+__attribute__((format(printf, 3, 4))) static void note(char *out, size_t size, const char *fmt, ...) {
         va_list ap;
-        if (m->problem[0])
+        if (out[0])
                 return;
         va_start(ap, fmt);
-        vsnprintf(m->problem, sizeof(m->problem), fmt, ap);
+        vsnprintf(out, size, fmt, ap);
         va_end(ap);
+}
+
+/* The reader's problems, for the next tick to say. */
+#define say(m, ...)                                                                                                    \
+        do {                                                                                                           \
+                pthread_mutex_lock(&(m)->lock);                                                                        \
+                note((m)->said, sizeof((m)->said), __VA_ARGS__);                                                       \
+                pthread_mutex_unlock(&(m)->lock);                                                                      \
+        } while (0)
+
+/* ---- documents ------------------------------------------------------- */
+
+static void free_totals(struct totals *t, size_t n) {
+        for (size_t i = 0; t && i < n; i++)
+                free(t[i].flops);
+        free(t);
+}
+
+/* Drops a reference, under the lock; frees the last. */
+static void doc_unref(struct doc *d) {
+        if (!d || --d->refs > 0)
+                return;
+        free_totals(d->totals, d->tags.n_runtimes);
+        nmon_report_free(&d->report);
+        nmon_report_free(&d->tags);
+        free(d);
+}
+
+/* Makes d the latest document, for the tick and for the reader's next. */
+static void publish(struct nmon *m, struct doc *d) {
+        pthread_mutex_lock(&m->lock);
+        doc_unref(m->pending);
+        d->refs++;
+        m->pending = d;
+        doc_unref(m->last);
+        m->last = d;
+        pthread_mutex_unlock(&m->lock);
+}
+
+/* Makes a document of a report: a tag's counters carry on when it was in
+ * the last one (whichever processes it has now), start at 0 for a new tag,
+ * and add this period. Takes rep. */
+static int make_doc(const struct doc *last, struct nmon_report *rep, struct doc **ret) {
+        struct doc *d = calloc(1, sizeof(*d));
+        int r = d ? nmon_merge_tags(rep, &d->tags) : -ENOMEM;
+        if (r < 0) {
+                free(d);
+                return r;
+        }
+        d->refs = 1;
+        d->report = *rep;
+        *rep = (struct nmon_report){ 0 };
+        d->totals = calloc(d->tags.n_runtimes ? d->tags.n_runtimes : 1, sizeof(*d->totals));
+        for (size_t i = 0; d->totals && i < d->tags.n_runtimes; i++) {
+                const struct nmon_runtime *rt = &d->tags.runtimes[i];
+                struct totals *t = &d->totals[i];
+                t->flops = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(double));
+                if (!t->flops) {
+                        doc_unref(d);
+                        return -ENOMEM;
+                }
+                for (size_t k = 0; last && k < last->tags.n_runtimes; k++) {
+                        const struct nmon_runtime *old = &last->tags.runtimes[k];
+                        if (strcmp(old->tag, rt->tag) != 0)
+                                continue;
+                        memcpy(t->status, last->totals[k].status, sizeof(t->status));
+                        memcpy(t->errors, last->totals[k].errors, sizeof(t->errors));
+                        /* Both core lists are ascending. */
+                        for (size_t c = 0, o = 0; c < rt->n_cores && o < old->n_cores;) {
+                                if (old->cores[o].index < rt->cores[c].index)
+                                        o++;
+                                else if (old->cores[o].index > rt->cores[c].index)
+                                        c++;
+                                else
+                                        t->flops[c++] = last->totals[k].flops[o++];
+                        }
+                }
+                for (int s = 0; s < EXEC_STATUS__COUNT && rt->has_exec; s++)
+                        t->status[s] += rt->status[s];
+                for (int e = 0; e < EXEC_ERROR__COUNT && rt->has_exec; e++)
+                        t->errors[e] += rt->errors[e];
+                for (size_t c = 0; c < rt->n_cores; c++)
+                        t->flops[c] += rt->cores[c].has_flops ? rt->cores[c].flops : 0;
+        }
+        if (!d->totals) {
+                doc_unref(d);
+                return -ENOMEM;
+        }
+        *ret = d;
+        return 0;
+}
+
+/* The monitor is gone: its runtimes' series go with it, and their counters
+ * start from 0 should they come back. */
+static void publish_none(struct nmon *m) {
+        struct nmon_report none = { 0 };
+        struct doc *d;
+        if (make_doc(NULL, &none, &d) < 0) {
+                say(m, "neuron-monitor: out of memory");
+                return;
+        }
+        publish(m, d);
+        pthread_mutex_lock(&m->lock);
+        doc_unref(d); /* the reader's: nothing to carry */
+        m->last = NULL;
+        pthread_mutex_unlock(&m->lock);
+}
+
+/* Parses a complete line within this second's budget and publishes its
+ * document. */
+static void take_line(struct nmon *m, const char *text, size_t len) {
+        struct nmon_report rep;
+        struct doc *d;
+        char err[128];
+        int64_t start = monotonic_ns();
+        if (len == 0)
+                return;
+        m->chunk_lines++;
+        if (start - m->window_ns >= 1000000000) {
+                m->window_ns = start;
+                m->window_lines = 0;
+                m->window_parse_ns = 0;
+        }
+        if (m->window_lines >= LINES_PER_SECOND || m->window_parse_ns >= PARSE_NS_PER_SECOND) {
+                m->chunk_skipped++;
+                return;
+        }
+        m->window_lines++;
+        int r = nmon_parse(text, len, &rep, err, sizeof(err));
+        if (r == 0) {
+                r = make_doc(m->last, &rep, &d);
+                nmon_report_free(&rep);
+        }
+        m->window_parse_ns += monotonic_ns() - start;
+        if (r == -ENOMEM) {
+                say(m, "neuron-monitor: out of memory: a line skipped");
+                return;
+        }
+        if (r < 0) {
+                say(m, "neuron-monitor: a line skipped: %s", err);
+                return;
+        }
+        for (size_t i = 0; i < d->tags.n_runtimes; i++)
+                if (d->tags.runtimes[i].error[0])
+                        say(m, "runtime %s: %s", d->tags.runtimes[i].tag, d->tags.runtimes[i].error);
+        publish(m, d);
+        m->backoff_ms = RESTART_MIN_MS;
+}
+
+/* Splits what was read into lines and takes each. */
+static void take_bytes(struct nmon *m, const char *chunk, size_t n) {
+        m->chunk_lines = m->chunk_skipped = 0;
+        for (const char *p = chunk, *end = chunk + n; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t part = (size_t) ((nl ? nl : end) - p);
+                if (!m->discarding && m->len + part > NMON_LINE_MAX) {
+                        say(m, "neuron-monitor: a line over %u bytes skipped", NMON_LINE_MAX);
+                        m->discarding = true;
+                }
+                if (!m->discarding) {
+                        memcpy(m->line + m->len, p, part);
+                        m->len += part;
+                }
+                p += part;
+                if (!nl)
+                        break;
+                p++;
+                if (!m->discarding)
+                        take_line(m, m->line, m->len);
+                m->len = 0;
+                m->discarding = false;
+        }
+        pthread_mutex_lock(&m->lock);
+        m->lines += m->chunk_lines;
+        m->skipped += m->chunk_skipped;
+        pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- the child and the pipe ------------------------------------------ */
 
-/* Kills the child and what it started (its process group; the child
- * itself too, should it not have made the group yet). A child that
- * already exited stays a zombie for reap() to read its status. */
-static void kill_child(struct nmon *m) {
-        if (m->child > 0)
-                kill(m->child, SIGKILL);
-        /* The group outlives a child reaped first: what it started may
-         * still hold the pipe. */
-        if (m->group > 0)
-                kill(-m->group, SIGKILL);
-        m->group = 0;
-}
-
-static void stop_child(struct nmon *m) {
-        kill_child(m);
-        if (m->child > 0)
-                (void) waitpid(m->child, NULL, 0);
-        m->child = 0;
+/* Waits ms, or less when asked to stop: then returns false. */
+static bool pause_ms(struct nmon *m, int64_t ms) {
+        struct pollfd p = { .fd = m->stop[0], .events = POLLIN };
+        int r = poll(&p, 1, ms < 0 ? 0 : ms > 60000 ? 60000 : (int) ms);
+        return !(r > 0);
 }
 
 static int start_child(struct nmon *m) {
@@ -153,233 +349,157 @@ static int start_child(struct nmon *m) {
         close(p[1]);
         m->fd = p[0];
         m->child = pid;
-        m->group = pid;
         m->len = 0;
         m->discarding = false;
-        m->started_ms = 0;
         return 0;
 }
 
-/* Notes how the child ended, once it has. */
-static void reap(struct nmon *m) {
-        int status;
-        if (m->child <= 0 || waitpid(m->child, &status, WNOHANG) != m->child)
-                return;
-        char how[48];
+/* Whether the child has exited, leaving it to be reaped: until then its
+ * pid is its group's, and no other process can take it. */
+static bool child_exited(const struct nmon *m) {
+        siginfo_t si = { 0 };
+        return waitid(P_PID, (id_t) m->child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == m->child;
+}
+
+/* Ends the child: its output ended (it is given a second to exit by
+ * itself, for its status) or it fell silent. Kills what it started (its
+ * process group) and says how it ended; its runtimes go. */
+static void end_child(struct nmon *m, bool wait) {
+        int status = 0;
+        for (int i = 0; wait && i < 100 && !child_exited(m); i++)
+                if (!pause_ms(m, 10))
+                        break;
+        kill(-m->child, SIGKILL);
+        kill(m->child, SIGKILL); /* should it not have made its group yet */
+        (void) waitpid(m->child, &status, 0);
         if (WIFEXITED(status))
-                snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+                say(m, "neuron-monitor exited with status %d", WEXITSTATUS(status));
         else
-                snprintf(how, sizeof(how), "was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-        set_problem(m, "neuron-monitor %s", how);
+                say(m, "neuron-monitor was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
         m->child = 0;
+        close(m->fd);
+        m->fd = -1;
+        publish_none(m);
 }
 
-/* ---- documents ------------------------------------------------------- */
-
-static void free_totals(struct totals *t, size_t n) {
-        for (size_t i = 0; t && i < n; i++)
-                free(t[i].flops);
-        free(t);
-}
-
-/* Forgets the report: its runtimes' series go, and their counters start
- * from 0 should they come back. */
-static void drop_report(struct nmon *m) {
-        free_totals(m->totals, m->tags.n_runtimes);
-        m->totals = NULL;
-        nmon_report_free(&m->report);
-        nmon_report_free(&m->tags);
-        m->has_report = false;
-}
-
-/* Takes a new report: a tag's counters carry on when it was in the last
- * one (whichever processes it has now), start at 0 for a new tag, and add
- * this period. */
-static int take_report(struct nmon *m, struct nmon_report *rep, int64_t now_ms) {
-        struct nmon_report tags;
-        int r = nmon_merge_tags(rep, &tags);
+/* Starts the child when its back-off is over: counted from its last
+ * start, doubling while it keeps failing. Returns false when asked to
+ * stop. */
+static bool start_when_due(struct nmon *m) {
+        if (!pause_ms(m, (m->next_start_ns - monotonic_ns()) / 1000000))
+                return false;
+        int64_t now = monotonic_ns();
+        int r = start_child(m);
+        m->next_start_ns = now + m->backoff_ms * 1000000;
+        m->backoff_ms = m->backoff_ms * 2 < RESTART_MAX_MS ? m->backoff_ms * 2 : RESTART_MAX_MS;
+        m->last_byte_ns = now;
         if (r < 0)
-                return r;
-        struct totals *t = calloc(tags.n_runtimes ? tags.n_runtimes : 1, sizeof(*t));
-        if (!t) {
-                nmon_report_free(&tags);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < tags.n_runtimes; i++) {
-                const struct nmon_runtime *rt = &tags.runtimes[i];
-                t[i].flops = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(double));
-                if (!t[i].flops) {
-                        free_totals(t, i + 1);
-                        nmon_report_free(&tags);
-                        return -ENOMEM;
-                }
-                for (size_t k = 0; m->has_report && k < m->tags.n_runtimes; k++) {
-                        const struct nmon_runtime *old = &m->tags.runtimes[k];
-                        if (strcmp(old->tag, rt->tag) != 0)
-                                continue;
-                        memcpy(t[i].status, m->totals[k].status, sizeof(t[i].status));
-                        memcpy(t[i].errors, m->totals[k].errors, sizeof(t[i].errors));
-                        /* Both core lists are ascending. */
-                        for (size_t c = 0, o = 0; c < rt->n_cores && o < old->n_cores;) {
-                                if (old->cores[o].index < rt->cores[c].index)
-                                        o++;
-                                else if (old->cores[o].index > rt->cores[c].index)
-                                        c++;
-                                else
-                                        t[i].flops[c++] = m->totals[k].flops[o++];
-                        }
-                }
-                for (int s = 0; s < EXEC_STATUS__COUNT && rt->has_exec; s++)
-                        t[i].status[s] += rt->status[s];
-                for (int e = 0; e < EXEC_ERROR__COUNT && rt->has_exec; e++)
-                        t[i].errors[e] += rt->errors[e];
-                for (size_t c = 0; c < rt->n_cores; c++)
-                        t[i].flops[c] += rt->cores[c].has_flops ? rt->cores[c].flops : 0;
-                if (rt->error[0])
-                        set_problem(m, "runtime %s: %s", rt->tag, rt->error);
-        }
-        drop_report(m);
-        m->report = *rep;
-        *rep = (struct nmon_report){ 0 };
-        m->tags = tags;
-        m->totals = t;
-        m->has_report = true;
-        m->report_ms = now_ms;
-        m->started_ms = 0;
-        m->backoff_ms = RESTART_MIN_MS;
-        return 0;
+                say(m, "neuron-monitor: cannot start it: %s", strerror(-r));
+        return true;
 }
 
-static int64_t monotonic_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int take_line(struct nmon *m, const char *text, size_t len, int64_t now_ms) {
-        struct nmon_report rep;
-        char err[128];
-        if (len == 0)
-                return 0;
-        if (m->lines_taken >= LINES_PER_TICK || monotonic_ns() > m->parse_deadline_ns) {
-                m->lines_skipped++;
-                return 0;
-        }
-        m->lines_taken++;
-        int r = nmon_parse(text, len, &rep, err, sizeof(err));
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                set_problem(m, "neuron-monitor: a line skipped: %s", err);
-                return 0;
-        }
-        r = take_report(m, &rep, now_ms);
-        nmon_report_free(&rep);
-        return r;
-}
-
-static int drain_lines(struct nmon *m, int64_t now_ms) {
-        if (!m->line) {
-                m->line = malloc(NMON_LINE_MAX);
-                if (!m->line)
-                        return -ENOMEM;
-        }
-        for (size_t total = 0; total < DRAIN_MAX;) {
-                char chunk[CHUNK];
-                ssize_t n = read(m->fd, chunk, sizeof(chunk));
-                if (n < 0 && errno == EINTR)
+/* The reader: keeps the child going and takes its lines as they come. A
+ * child that ends, or writes nothing for NMON_STALE_MS, is stopped and
+ * started again; a FIFO is read whatever writes to it. */
+static void *reader_main(void *arg) {
+        struct nmon *m = arg;
+        char *chunk = malloc(CHUNK);
+        for (bool go = chunk != NULL; go;) {
+                if (m->fd < 0) {
+                        go = start_when_due(m);
                         continue;
-                if (n < 0)
-                        return errno == EAGAIN ? 0 : -errno;
-                if (n == 0)
-                        return m->command ? -EPIPE : 0; /* a FIFO without a writer: wait for one */
-                total += (size_t) n;
-                for (const char *p = chunk, *end = chunk + n; p < end;) {
-                        const char *nl = memchr(p, '\n', (size_t) (end - p));
-                        size_t part = (size_t) ((nl ? nl : end) - p);
-                        if (!m->discarding && m->len + part > NMON_LINE_MAX) {
-                                set_problem(m, "neuron-monitor: a line over %u bytes skipped", NMON_LINE_MAX);
-                                m->discarding = true;
-                        }
-                        if (!m->discarding) {
-                                memcpy(m->line + m->len, p, part);
-                                m->len += part;
-                        }
-                        p += part;
-                        if (!nl)
-                                break;
-                        p++;
-                        int r = m->discarding ? 0 : take_line(m, m->line, m->len, now_ms);
-                        m->len = 0;
-                        m->discarding = false;
-                        if (r < 0)
-                                return r;
                 }
+                struct pollfd p[2] = { { .fd = m->fd, .events = POLLIN }, { .fd = m->stop[0], .events = POLLIN } };
+                int64_t left = m->last_byte_ns + (int64_t) NMON_STALE_MS * 1000000 - monotonic_ns();
+                int r = poll(p, 2, m->command ? (int) (left > 0 ? left / 1000000 + 1 : 0) : -1);
+                if (r < 0 && errno != EINTR) {
+                        say(m, "neuron-monitor: waiting for its output: %s", strerror(errno));
+                        go = pause_ms(m, EOF_PAUSE_MS);
+                        continue;
+                }
+                if (p[1].revents) {
+                        go = false;
+                        continue;
+                }
+                if (r == 0) {
+                        say(m, "neuron-monitor: no output for %d s; restarting it", NMON_STALE_MS / 1000);
+                        end_child(m, false);
+                        continue;
+                }
+                ssize_t n = r > 0 ? read(m->fd, chunk, CHUNK) : -1;
+                if (n < 0 && (r < 0 || errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (n > 0) {
+                        m->last_byte_ns = monotonic_ns();
+                        take_bytes(m, chunk, (size_t) n);
+                        continue;
+                }
+                if (n < 0)
+                        say(m, "neuron-monitor: reading its output: %s", strerror(errno));
+                if (m->command) {
+                        end_child(m, n == 0);
+                        continue;
+                }
+                /* A FIFO whose writer left (or another file at its end):
+                 * a line it left unfinished is no document. */
+                m->len = 0;
+                m->discarding = false;
+                go = pause_ms(m, EOF_PAUSE_MS);
         }
-        return 0;
+        if (m->child > 0)
+                end_child(m, false);
+        free(chunk);
+        return NULL;
 }
 
-/* Reads what the pipe holds, without waiting, and takes each complete
- * line in order, within LINES_PER_TICK and PARSE_BUDGET_NS. Returns 0, or
- * -EPIPE at the end of the child's output. */
-static int drain(struct nmon *m, int64_t now_ms) {
-        m->lines_taken = m->lines_skipped = 0;
-        m->parse_deadline_ns = monotonic_ns() + PARSE_BUDGET_NS;
-        int r = drain_lines(m, now_ms);
-        /* Said when it starts and ends; meanwhile each tick's reason counts. */
-        if ((m->lines_skipped > 0) != m->flooded) {
-                m->flooded = m->lines_skipped > 0;
-                if (m->flooded)
-                        log_collector(LOG_LEVEL_WARNING, "neuron-monitor",
-                                      "more lines than a tick takes (%d, or %lld ms of parsing): lines skipped",
-                                      LINES_PER_TICK, PARSE_BUDGET_NS / 1000000);
-                else
-                        log_collector(LOG_LEVEL_INFO, "neuron-monitor", "every line read again");
+/* What the reader did since the last tick: the latest document, its
+ * problems and skipped lines. */
+static void take_news(struct nmon *m, int64_t now_ms) {
+        uint64_t skipped;
+        pthread_mutex_lock(&m->lock);
+        if (m->pending) {
+                doc_unref(m->cur);
+                m->cur = m->pending;
+                m->pending = NULL;
+                m->report_ms = now_ms;
         }
-        if (m->lines_skipped > 0) {
+        skipped = m->skipped;
+        m->skipped = 0;
+        note(m->problem, sizeof(m->problem), "%s", m->said);
+        m->said[0] = '\0';
+        pthread_mutex_unlock(&m->lock);
+        /* Said when it starts and ends (a second without a line
+         * skipped: the reader's budget is a second's); meanwhile each
+         * tick's reason counts. */
+        int64_t now_ns = monotonic_ns();
+        if (skipped > 0 && !m->flooded)
+                log_collector(LOG_LEVEL_WARNING, "neuron-monitor",
+                              "more lines than it parses (%d a second, or %lld ms of parsing a second): lines skipped",
+                              LINES_PER_SECOND, PARSE_NS_PER_SECOND / 1000000);
+        if (skipped == 0 && m->flooded && now_ns - m->skip_ns >= 1000000000)
+                log_collector(LOG_LEVEL_INFO, "neuron-monitor", "every line read again");
+        if (skipped > 0)
+                m->skip_ns = now_ns;
+        m->flooded = skipped > 0 || (m->flooded && now_ns - m->skip_ns < 1000000000);
+        if (skipped > 0) {
                 /* Said first: a flood is why the lines' own problems stop being read. */
                 char first[sizeof(m->problem)];
                 snprintf(first, sizeof(first), "%s", m->problem);
                 m->problem[0] = '\0';
-                set_problem(m, "neuron-monitor: %llu lines skipped this tick, past %d lines or %lld ms of parsing%s%s",
-                            (unsigned long long) m->lines_skipped, LINES_PER_TICK, PARSE_BUDGET_NS / 1000000,
-                            first[0] ? "; first: " : "", first);
+                note(m->problem, sizeof(m->problem),
+                     "neuron-monitor: %llu lines skipped since the last tick, past %d lines or %lld ms of parsing a "
+                     "second%s%s",
+                     (unsigned long long) skipped, LINES_PER_SECOND, PARSE_NS_PER_SECOND / 1000000,
+                     first[0] ? "; first: " : "", first);
         }
-        return r;
 }
 
-/* Keeps the input going: starts the child when due, reads, and stops a
- * child that ended or fell silent. */
-static int poll_input(struct nmon *m, int64_t now_ms) {
-        reap(m);
-        /* A new child once the last one is reaped and its back-off over. */
-        if (m->fd < 0 && m->command && m->child <= 0 && now_ms >= m->next_start_ms) {
-                int r = start_child(m);
-                m->next_start_ms = now_ms + m->backoff_ms;
-                m->backoff_ms = m->backoff_ms * 2 < RESTART_MAX_MS ? m->backoff_ms * 2 : RESTART_MAX_MS;
-                m->started_ms = now_ms;
-                if (r < 0)
-                        set_problem(m, "neuron-monitor: cannot start it: %s", strerror(-r));
-        }
-        if (m->fd < 0)
-                return 0;
-        int r = drain(m, now_ms);
-        if (r == -ENOMEM)
-                return r;
-        int64_t last = m->started_ms ? m->started_ms : m->report_ms;
-        if (r < 0 || (m->command && now_ms - last > NMON_STALE_MS)) {
-                if (r == 0)
-                        set_problem(m, "neuron-monitor: no document for %d s; restarting it", NMON_STALE_MS / 1000);
-                else if (r != -EPIPE)
-                        set_problem(m, "neuron-monitor: reading its output: %s", strerror(-r));
-                /* Its runtimes' series go with it. */
-                kill_child(m);
-                close(m->fd);
-                m->fd = -1;
-                drop_report(m);
-                reap(m);
-        }
-        return 0;
+uint64_t nmon_lines_read(struct collector *c) {
+        struct nmon *m = (struct nmon *) c;
+        pthread_mutex_lock(&m->lock);
+        uint64_t n = m->lines;
+        pthread_mutex_unlock(&m->lock);
+        return n;
 }
 
 /* ---- the series ------------------------------------------------------ */
@@ -396,14 +516,14 @@ static int core_device(const struct inventory *inv, unsigned core) {
 /* Whether the series are built for the latest report's runtimes: not
  * when it is too old. */
 static bool report_live(const struct nmon *m, int64_t now_ms) {
-        return m->has_report && now_ms - m->report_ms <= NMON_STALE_MS;
+        return m->cur && now_ms - m->report_ms <= NMON_STALE_MS;
 }
 
 /* Whether a runtime in the report holds logical core `core`. */
 static bool core_held(const struct nmon *m, unsigned core) {
-        for (size_t i = 0; i < m->tags.n_runtimes; i++)
-                for (size_t c = 0; c < m->tags.runtimes[i].n_cores; c++)
-                        if (m->tags.runtimes[i].cores[c].index == core)
+        for (size_t i = 0; i < m->cur->tags.n_runtimes; i++)
+                for (size_t c = 0; c < m->cur->tags.runtimes[i].n_cores; c++)
+                        if (m->cur->tags.runtimes[i].cores[c].index == core)
                                 return true;
         return false;
 }
@@ -423,7 +543,7 @@ static int add(struct nmon *m, struct source src, enum metric_id metric, const c
 
 /* Per held core: the tag's figures. */
 static int add_cores(struct nmon *m, size_t i) {
-        const struct nmon_runtime *rt = &m->tags.runtimes[i];
+        const struct nmon_runtime *rt = &m->cur->tags.runtimes[i];
         const struct inventory *sysfs = &m->sysfs->inv;
         char dev[16], core[16];
         int r = 0;
@@ -448,7 +568,7 @@ static int add_cores(struct nmon *m, size_t i) {
 static int add_runtime(struct nmon *m, size_t i) {
         static const char *const locations[] = { "host", "neuron_device" };
         static const char *const usage[] = { "user", "system" };
-        const char *tag = m->tags.runtimes[i].tag;
+        const char *tag = m->cur->tags.runtimes[i].tag;
         int r = 0;
         for (unsigned k = 0; k < EXEC_STATUS__COUNT && r == 0; k++)
                 r = add(m, (struct source){ RT_STATUS, i, 0, k }, METRIC_CORE_EXECUTION_STATUS,
@@ -477,7 +597,7 @@ static int add_runtime(struct nmon *m, size_t i) {
 /* A process: its neuron_runtime_info and its entry in the inventory, with
  * the cores sysfs knows of. */
 static int add_process(struct nmon *m, size_t i) {
-        const struct nmon_runtime *rt = &m->report.runtimes[i];
+        const struct nmon_runtime *rt = &m->cur->report.runtimes[i];
         unsigned *cores = calloc(rt->n_cores ? rt->n_cores : 1, sizeof(*cores)), listed = 0;
         char pid[16];
         if (!cores)
@@ -516,12 +636,12 @@ static int build_series(struct nmon *m, bool live) {
                         labels[k] = s->label_values[k];
                 r = add(m, (struct source){ FROM_SYSFS, i, 0, 0 }, s->metric, labels);
         }
-        for (size_t i = 0; live && i < m->tags.n_runtimes && r == 0; i++) {
+        for (size_t i = 0; live && i < m->cur->tags.n_runtimes && r == 0; i++) {
                 r = add_cores(m, i);
                 if (r == 0)
                         r = add_runtime(m, i);
         }
-        for (size_t i = 0; live && i < m->report.n_runtimes && r == 0; i++)
+        for (size_t i = 0; live && i < m->cur->report.n_runtimes && r == 0; i++)
                 r = add_process(m, i);
         return r;
 }
@@ -529,11 +649,11 @@ static int build_series(struct nmon *m, bool live) {
 /* Whether the runtimes (pid, tag, cores) differ from the inventory's. */
 static bool runtimes_changed(const struct nmon *m, bool live) {
         const struct inventory *inv = &m->base.inv;
-        size_t n_runtimes = live ? m->report.n_runtimes : 0;
+        size_t n_runtimes = live ? m->cur->report.n_runtimes : 0;
         if (inv->n_runtimes != n_runtimes)
                 return true;
         for (size_t i = 0; i < n_runtimes; i++) {
-                const struct nmon_runtime *rt = &m->report.runtimes[i];
+                const struct nmon_runtime *rt = &m->cur->report.runtimes[i];
                 const struct runtime_info *ri = &inv->runtimes[i];
                 size_t known = 0;
                 for (size_t c = 0; c < rt->n_cores; c++)
@@ -583,9 +703,8 @@ static int copy_inventory(struct nmon *m) {
 
 static int nmon_refresh(struct collector *c, int64_t now_ms) {
         struct nmon *m = (struct nmon *) c;
-        int r = poll_input(m, now_ms);
-        if (r < 0)
-                return r;
+        int r;
+        take_news(m, now_ms);
         /* The driver's devices may have come or gone: sysfs's series are new. */
         int devices = m->sysfs->ops->refresh(m->sysfs, now_ms);
         if (devices < 0)
@@ -610,8 +729,8 @@ static bool runtime_value(const struct nmon *m, const struct source *src, double
                 *ret = 1; /* its index is the process's, not a tag's */
                 return true;
         }
-        const struct nmon_runtime *rt = &m->tags.runtimes[src->index];
-        const struct totals *t = &m->totals[src->index];
+        const struct nmon_runtime *rt = &m->cur->tags.runtimes[src->index];
+        const struct totals *t = &m->cur->totals[src->index];
         const struct nmon_core *core = src->kind <= CORE_FLOPS ? &rt->cores[src->core] : NULL;
         switch (src->kind) {
         case CORE_UTIL:
@@ -680,7 +799,14 @@ static void nmon_close(struct collector *c) {
         struct nmon *m = (struct nmon *) c;
         if (!m)
                 return;
-        stop_child(m);
+        if (m->running) {
+                /* The reader stops its child on its way out. */
+                (void) !write(m->stop[1], "", 1);
+                pthread_join(m->thread, NULL);
+        }
+        for (int i = 0; i < 2; i++)
+                if (m->stop[i] >= 0)
+                        close(m->stop[i]);
         if (m->fd >= 0)
                 close(m->fd);
         /* sysfs's own close: collector_close() is the registry's, which
@@ -693,7 +819,10 @@ static void nmon_close(struct collector *c) {
         free(m->command);
         free(m->fifo);
         free(m->line);
-        drop_report(m);
+        doc_unref(m->pending);
+        doc_unref(m->last);
+        doc_unref(m->cur);
+        pthread_mutex_destroy(&m->lock);
         inventory_free(&m->base.inv);
         free(m);
 }
@@ -718,8 +847,9 @@ static int nmon_open(const struct collector_args *args, struct collector **ret) 
                 return -ENOMEM;
         m->base.ops = &nmon_collector_ops;
         m->base.time_scale = 1;
-        m->fd = -1;
+        m->fd = m->stop[0] = m->stop[1] = -1;
         m->backoff_ms = RESTART_MIN_MS;
+        pthread_mutex_init(&m->lock, NULL);
         char *sysfs_options = strndup(o, (size_t) (at - o));
         if (at == cmd)
                 m->command = strdup(value);
@@ -748,6 +878,20 @@ static int nmon_open(const struct collector_args *args, struct collector **ret) 
                         snprintf(args->err, args->errlen, "sysfs: monitor-fifo=%s: %s", m->fifo, strerror(-r));
                         r = -EINVAL;
                 }
+        }
+        if (r == 0) {
+                m->line = malloc(NMON_LINE_MAX);
+                r = m->line && pipe2(m->stop, O_CLOEXEC) == 0 ? 0 : -ENOMEM;
+        }
+        if (r == 0) {
+                /* The reader takes no signal: they stay with the daemon's
+                 * signalfd. Threads inherit the mask. */
+                sigset_t all, old;
+                sigfillset(&all);
+                pthread_sigmask(SIG_SETMASK, &all, &old);
+                r = -pthread_create(&m->thread, NULL, reader_main, m);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                m->running = r == 0;
         }
         if (r < 0)
                 goto fail;

@@ -18,12 +18,15 @@
  * (system_data), instance_info and the hardware counters are not read: the
  * host collector, the instance metadata and sysfs give the same figures.
  *
- * Each tick reads what the pipe holds without waiting and takes its
- * complete lines, at most 64 or 100 ms of parsing of them (the rest are
- * skipped and counted: a flood of lines must not hold the tick). A
- * runtime's series exist while the latest document lists it; they go when
- * it leaves the document, when the child exits or when no document came
- * for NMON_STALE_MS. The devices are sysfs's, and come and go with its
+ * A thread of the collector reads the output as it comes, whatever the
+ * poll interval (a document of a large host is hundreds of KB), and
+ * parses each complete line: at most 64 a second, or 100 ms of parsing a
+ * second (the rest are skipped and counted: a flood of lines must not take
+ * a core). Each tick takes the latest document. A runtime's series exist
+ * while the latest document lists it; they go when it leaves the document,
+ * when the child exits, and when the ticks saw no new document for
+ * NMON_STALE_MS. A child that writes nothing for NMON_STALE_MS is stopped
+ * and started again. The devices are sysfs's, and come and go with its
  * refresh (collectors/sysfs.h). Values mean what AWS's
  * neuron-monitor-prometheus.py exporter makes of them: percentages / 100
  * for ratios, the per-period counts (and flops/s * period) added up into
@@ -121,3 +124,8 @@ extern const struct collector_ops nmon_collector_ops;
 /* Whether sysfs options name a monitor: collector_open_spec sends such a
  * spec here. */
 bool nmon_options_have_monitor(const char *options);
+
+/* The lines of the monitor's output the collector has read since it
+ * opened (taken, refused or skipped; their documents are then the latest),
+ * for tests: a line a test wrote has been read once this counts it. */
+uint64_t nmon_lines_read(struct collector *c);

@@ -198,7 +198,7 @@ static void nmon_parse__hostile_tag__cleaned_and_cut(void **state) {
  * 30 %; the memory group in error when mem_error. */
 static void runtime_json(char *out, size_t size, unsigned pid, const char *tag, unsigned first, unsigned last,
                          double util, double lat, bool mem_error) {
-        char cores[2048] = "", mem[4096] = "", latency[256] = "null";
+        char cores[8192] = "", mem[16384] = "", latency[256] = "null";
         size_t a = 0, b = 0;
         for (unsigned c = first; c <= last; c++) {
                 a += (size_t) snprintf(cores + a, sizeof(cores) - a,
@@ -360,10 +360,20 @@ static double value(const struct values *v, long i) {
         return v->b.values[i];
 }
 
-static void write_line(int fd, const char *text) {
+/* Writes a line into the monitor's FIFO and waits (10 s at most) until
+ * the collector has read it: its document is then the latest. */
+static void send_line(struct collector *c, int fd, const char *text) {
+        uint64_t before = nmon_lines_read(c);
         size_t len = strlen(text);
-        assert_int_equal(write(fd, text, len), (ssize_t) len);
+        for (size_t at = 0; at < len;) {
+                ssize_t n = write(fd, text + at, len - at);
+                assert_true(n > 0);
+                at += (size_t) n;
+        }
         assert_int_equal(write(fd, "\n", 1), 1);
+        for (int i = 0; i < 10000 && nmon_lines_read(c) == before; i++)
+                usleep(1000);
+        assert_true(nmon_lines_read(c) > before);
 }
 
 static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state) {
@@ -384,13 +394,13 @@ static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state
         assert_true(find(plain, METRIC_CORE_EXECUTION_STATUS, "0", "0", NULL, "completed") >= 0);
         assert_int_equal(find(c, METRIC_CORE_EXECUTION_STATUS, "0", "0", NULL, "completed"), -1);
         assert_true(find(c, METRIC_CORE_MEMORY_CONSTANTS, "0", "0", NULL, NULL) >= 0);
-        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        int w = open(fifo, O_WRONLY);
         assert_true(w >= 0);
 
         char *line1 = fixture_line(1), *line2 = fixture_line(2), *line3 = fixture_line(3), *line4 = fixture_line(4);
         int64_t now = 1000000;
         assert_int_equal(c->ops->refresh(c, now), 0);
-        write_line(w, line1);
+        send_line(c, w, line1);
         assert_int_equal(c->ops->refresh(c, now += 1000), 1);
         assert_int_equal(c->inv.n_runtimes, 1);
         assert_int_equal(c->inv.runtimes[0].pid, 4242);
@@ -412,14 +422,14 @@ static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state
         assert_true(find(c, METRIC_CORE_MEMORY_CONSTANTS, "3", "2", NULL, NULL) >= 0);
 
         /* The next period adds to the counters; the series stay. */
-        write_line(w, line1);
+        send_line(c, w, line1);
         assert_int_equal(c->ops->refresh(c, now += 1000), 0);
         read_all(c, now, &v);
         assert_double_near(value(&v, done), 200, 0);
         assert_double_near(value(&v, flops1), 4e9, 0);
 
         /* A second runtime comes, with no execution yet: no latency. */
-        write_line(w, line2);
+        send_line(c, w, line2);
         assert_int_equal(c->ops->refresh(c, now += 1000), 1);
         assert_int_equal(c->inv.n_runtimes, 2);
         read_all(c, now, &v);
@@ -430,7 +440,7 @@ static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state
         assert_double_near(value(&v, find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "train", "completed")), 300, 0);
 
         /* A malformed line is skipped and said; nothing else changes. */
-        write_line(w, line3);
+        send_line(c, w, line3);
         assert_int_equal(c->ops->refresh(c, now += 1000), 0);
         read_all(c, now, &v);
         assert_int_equal(v.r, 1);
@@ -438,7 +448,7 @@ static void nmon_collector__fifo__runtimes_come_and_go_counters_add(void **state
         assert_int_equal(c->inv.n_runtimes, 2);
 
         /* The second runtime exits; a group's error leaves its series unread. */
-        write_line(w, line4);
+        send_line(c, w, line4);
         assert_int_equal(c->ops->refresh(c, now += 1000), 1);
         assert_int_equal(c->inv.n_runtimes, 1);
         assert_int_equal(find(c, METRIC_RUNTIME_INFO, "5151", "5151", NULL, NULL), -1);
@@ -496,7 +506,7 @@ static void nmon_collector__shared_tag__series_once_counters_go_on(void **state)
         assert_int_equal(mkfifo(fifo, 0600), 0);
         snprintf(spec, sizeof(spec), "sysfs:%s,monitor-fifo=%s", srcdir_path("tests/data/trn1"), fifo);
         assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
-        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        int w = open(fifo, O_WRONLY);
         assert_true(w >= 0);
         runtime_json(a, sizeof(a), 100, "job", 0, 1, 40, 0.002, false);
         runtime_json(b, sizeof(b), 101, "solo", 3, 3, 10, 0, false);
@@ -506,7 +516,7 @@ static void nmon_collector__shared_tag__series_once_counters_go_on(void **state)
              *doc2 = document(2, (const char *const[]){ a, c2 });
         int64_t now = 1000000;
 
-        write_line(w, doc1);
+        send_line(c, w, doc1);
         assert_int_equal(c->ops->refresh(c, now), 1);
         assert_series_unique(c);
         assert_int_equal(c->inv.n_runtimes, 4);
@@ -525,7 +535,7 @@ static void nmon_collector__shared_tag__series_once_counters_go_on(void **state)
         assert_double_near(value(&v, find(c, METRIC_RUNTIME_MEMORY_USED, "job", "neuron_device", NULL, NULL)), 6000, 0);
 
         /* A worker leaves: the tag's counters add the others' counts. */
-        write_line(w, doc2);
+        send_line(c, w, doc2);
         assert_int_equal(c->ops->refresh(c, now += 1000), 1);
         assert_series_unique(c);
         assert_int_equal(c->inv.n_runtimes, 2);
@@ -541,6 +551,67 @@ static void nmon_collector__shared_tag__series_once_counters_go_on(void **state)
         close(w);
         free(doc1);
         free(doc2);
+        free(v.b.values);
+        free(v.b.valid);
+        collector_close(c);
+}
+
+/* Documents written between two ticks are read as they come, however
+ * large (a document of 1 MB fills the pipe 16 times over): the tick takes
+ * the latest, whole, and the counters count every one. */
+static void nmon_collector__fifo_between_ticks__latest_whole_every_one_counted(void **state) {
+        (void) state;
+        enum { RUNTIMES = 192, SIZE = 24576 };
+        char spec[2048], fifo[300], err[256];
+        struct collector *c = NULL;
+        struct values v = { 0 };
+        snprintf(fifo, sizeof(fifo), "%s/monitor", make_scratch());
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        snprintf(spec, sizeof(spec), "sysfs:%s,monitor-fifo=%s", srcdir_path("tests/data/trn1"), fifo);
+        assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
+        int w = open(fifo, O_WRONLY);
+        assert_true(w >= 0);
+
+        /* 192 processes under 64 tags, each listing 32 cores. */
+        char *runtimes[RUNTIMES];
+        for (int i = 0; i < RUNTIMES; i++) {
+                char tag[16];
+                runtimes[i] = malloc(SIZE);
+                assert_non_null(runtimes[i]);
+                snprintf(tag, sizeof(tag), "w%d", i % 64);
+                runtime_json(runtimes[i], SIZE, 1000 + (unsigned) i, tag, 0, 31, 1, 0.001, false);
+        }
+        char *big = document(RUNTIMES, (const char *const *) runtimes);
+        assert_true(strlen(big) > 1000000);
+        int64_t now = 1000000;
+        send_line(c, w, big);
+        assert_int_equal(c->ops->refresh(c, now), 1);
+        assert_int_equal(c->inv.n_runtimes, RUNTIMES);
+        assert_true(find(c, METRIC_RUNTIME_INFO, "w63", "1127", NULL, NULL) >= 0);
+        assert_series_unique(c);
+        read_all(c, now, &v);
+        assert_int_equal(v.r, 0);
+        assert_double_near(value(&v, find(c, METRIC_CORE_UTILIZATION, "3", "3", "w0", NULL)), 0.03, 1e-12);
+        assert_double_near(value(&v, find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "w0", "completed")), 30, 0);
+
+        /* Three documents before the next tick: the last one is the
+         * runtimes, each one's executions are counted. */
+        char *line1 = fixture_line(1), *line2 = fixture_line(2), *line4 = fixture_line(4);
+        send_line(c, w, line1);
+        send_line(c, w, line2);
+        send_line(c, w, line4);
+        assert_int_equal(c->ops->refresh(c, now += 1000), 1);
+        assert_int_equal(c->inv.n_runtimes, 1);
+        read_all(c, now, &v);
+        assert_double_near(value(&v, find(c, METRIC_CORE_EXECUTION_STATUS, NULL, NULL, "train", "completed")), 300, 0);
+
+        close(w);
+        for (int i = 0; i < RUNTIMES; i++)
+                free(runtimes[i]);
+        free(big);
+        free(line1);
+        free(line2);
+        free(line4);
         free(v.b.values);
         free(v.b.valid);
         collector_close(c);
@@ -567,12 +638,12 @@ static void nmon_collector__devices_come_and_go__core_series_follow(void **state
         assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
         assert_int_equal(c->inv.n_devices, 0);
         assert_non_null(strstr(c->inv.backend_reason, "/devices/virtual/neuron_device is missing"));
-        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        int w = open(fifo, O_WRONLY);
         assert_true(w >= 0);
         char *line1 = fixture_line(1);
         int64_t now = 1000000;
 
-        write_line(w, line1);
+        send_line(c, w, line1);
         assert_int_equal(c->ops->refresh(c, now), 1);
         assert_int_equal(c->inv.n_runtimes, 1);
         assert_int_equal(c->inv.runtimes[0].n_cores, 0); /* no device has its cores yet */
@@ -580,7 +651,7 @@ static void nmon_collector__devices_come_and_go__core_series_follow(void **state
         assert_int_equal(find(c, METRIC_CORE_UTILIZATION, "0", "0", "train", NULL), -1);
 
         assert_int_equal(rename(aside, dev), 0);
-        write_line(w, line1);
+        send_line(c, w, line1);
         assert_int_equal(c->ops->refresh(c, now += 1000), 1);
         assert_int_equal(c->inv.n_devices, 2);
         assert_string_equal(c->inv.backend_reason, "");
@@ -669,9 +740,9 @@ static void nmon_collector__child_killed_or_exiting__restarted_with_reason(void 
         free(v.b.valid);
 }
 
-/* A monitor that floods the pipe with junk lines: a tick parses at most
- * 64 lines (or 100 ms of them), skips the rest and says how many, and the
- * documents that follow the flood are taken. */
+/* A monitor that floods the pipe with junk lines: the collector parses at
+ * most 64 lines a second (or 100 ms of them), skips the rest and says how
+ * many, and the documents that follow the flood are taken. */
 static void nmon_collector__junk_flood__lines_bounded_per_tick(void **state) {
         (void) state;
         char spec[2048], err[256];
@@ -683,7 +754,8 @@ static void nmon_collector__junk_flood__lines_bounded_per_tick(void **state) {
                  "%stests/data/neuron-monitor/run.jsonl; sleep 0.05; done",
                  top, top);
         assert_int_equal(collector_open_spec(spec, &c, err, sizeof(err)), 0);
-        assert_true(wait_for(c, 1, "lines skipped this tick, past 64 lines or 100 ms of parsing", &v));
+        assert_true(
+                wait_for(c, 1, "lines skipped since the last tick, past 64 lines or 100 ms of parsing a second", &v));
         collector_close(c);
         free(top);
         free(v.b.values);
@@ -719,6 +791,8 @@ int main(void) {
                 cmocka_unit_test_teardown(nmon_collector__fifo__runtimes_come_and_go_counters_add, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__devices_come_and_go__core_series_follow, scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__shared_tag__series_once_counters_go_on, scratch_teardown),
+                cmocka_unit_test_teardown(nmon_collector__fifo_between_ticks__latest_whole_every_one_counted,
+                                          scratch_teardown),
                 cmocka_unit_test_teardown(nmon_collector__child_killed_or_exiting__restarted_with_reason,
                                           scratch_teardown),
                 cmocka_unit_test(nmon_collector__junk_flood__lines_bounded_per_tick),
