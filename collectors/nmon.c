@@ -154,7 +154,8 @@ static void free_totals(struct totals *t, size_t n) {
         free(t);
 }
 
-/* Drops a reference, under the lock; frees the last. */
+/* Drops a reference (under the lock, once the document is published);
+ * frees the last. */
 static void doc_unref(struct doc *d) {
         if (!d || --d->refs > 0)
                 return;
@@ -253,7 +254,6 @@ static void take_line(struct nmon *m, const char *text, size_t len) {
         int64_t now = monotonic_ns();
         if (len == 0)
                 return;
-        m->chunk_lines++;
         if (now - m->window_ns >= 1000000000) {
                 m->window_ns = now;
                 m->window_lines = 0;
@@ -306,6 +306,7 @@ static void take_bytes(struct nmon *m, const char *chunk, size_t n) {
                 if (!nl)
                         break;
                 p++;
+                m->chunk_lines++;
                 if (!m->discarding)
                         take_line(m, m->line, m->len);
                 m->len = 0;
@@ -411,6 +412,8 @@ static bool start_when_due(struct nmon *m) {
 static void *reader_main(void *arg) {
         struct nmon *m = arg;
         char *chunk = malloc(CHUNK);
+        if (!chunk)
+                say(m, "neuron-monitor: out of memory: not read");
         for (bool go = chunk != NULL; go;) {
                 if (m->fd < 0) {
                         go = start_when_due(m);
