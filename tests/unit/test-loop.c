@@ -491,9 +491,9 @@ static void loop_run__driven_ticks__one_interval_apart_answered_once_stored(void
         assert_int_equal(snap->timestamp_ms, grid + 4 * hour_ms);
         snapshot_unref(snap);
         /* A step of seconds reads the raw tier: every tick in the window. */
-        assert_int_equal(stored_points_step(f, METRIC_DEVICE_MEMORY_USED, "neuron_device", "0", first,
-                                            grid + 4 * hour_ms, 1000),
-                         6);
+        assert_int_equal(
+                stored_points_step(f, METRIC_DEVICE_MEMORY_USED, "neuron_device", "0", first, grid + 4 * hour_ms, 1000),
+                6);
 
         assert_int_equal(tick_control_run(&tc, 2, NULL, NULL, &st), 0);
         assert_int_equal(st.tick, 8);
