@@ -264,21 +264,9 @@ static void loop_refresh(struct loop *l, int64_t stamp_ms, int *errors) {
         series_set_unref(was);
 }
 
-static int desc_cmp(const struct series_desc *a, const struct series_desc *b) {
-        if (a->metric != b->metric)
-                return a->metric < b->metric ? -1 : 1;
-        for (size_t k = 0; k < METRIC_LABELS_MAX; k++) {
-                int c = strcmp(a->label_values[k], b->label_values[k]);
-                if (c)
-                        return c;
-        }
-        return 0;
-}
-
-static const struct series_desc *sort_series;
-
-static int by_desc_cmp(const void *a, const void *b) {
-        return desc_cmp(&sort_series[*(const size_t *) a], &sort_series[*(const size_t *) b]);
+static int by_desc_cmp(const void *a, const void *b, void *series) {
+        const struct series_desc *s = series;
+        return series_desc_cmp(&s[*(const size_t *) a], &s[*(const size_t *) b]);
 }
 
 /* The first series the list holds more than once, or NULL (and NULL when
@@ -290,10 +278,9 @@ static const struct series_desc *first_duplicate(const struct series_desc *serie
                 return NULL;
         for (size_t i = 0; i < n; i++)
                 order[i] = i;
-        sort_series = series;
-        qsort(order, n, sizeof(*order), by_desc_cmp);
+        qsort_r(order, n, sizeof(*order), by_desc_cmp, (void *) series);
         for (size_t i = 1; i < n && !found; i++)
-                if (desc_cmp(&series[order[i - 1]], &series[order[i]]) == 0)
+                if (series_desc_cmp(&series[order[i - 1]], &series[order[i]]) == 0)
                         found = &series[order[i]];
         free(order);
         return found;

@@ -187,20 +187,9 @@ static bool increase(const struct eval *e, size_t i, double *ret) {
         return true;
 }
 
-static int desc_cmp(const struct series_desc *a, const struct series_desc *b) {
-        if (a->metric != b->metric)
-                return a->metric < b->metric ? -1 : 1;
-        for (size_t k = 0; k < METRIC_LABELS_MAX; k++) {
-                int c = strcmp(a->label_values[k], b->label_values[k]);
-                if (c)
-                        return c;
-        }
-        return 0;
-}
-
 static int by_desc(const void *a, const void *b, void *series) {
         const struct series_desc *s = series;
-        return desc_cmp(&s[*(const size_t *) a], &s[*(const size_t *) b]);
+        return series_desc_cmp(&s[*(const size_t *) a], &s[*(const size_t *) b]);
 }
 
 /* Where each series of snap is in prev, when their lists differ. */
@@ -223,7 +212,7 @@ static int map_prev(struct eval *e) {
                 e->prev_of[i] = SIZE_MAX;
                 while (lo < hi) {
                         size_t mid = (lo + hi) / 2;
-                        int c = desc_cmp(&b->series[order[mid]], &a->series[i]);
+                        int c = series_desc_cmp(&b->series[order[mid]], &a->series[i]);
                         if (c == 0) {
                                 e->prev_of[i] = order[mid];
                                 break;

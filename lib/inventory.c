@@ -139,3 +139,14 @@ const struct runtime_info *runtime_info_find_core(const struct runtime_info *r, 
                                 return &r[i];
         return NULL;
 }
+
+int series_desc_cmp(const struct series_desc *a, const struct series_desc *b) {
+        if (a->metric != b->metric)
+                return a->metric < b->metric ? -1 : 1;
+        for (size_t k = 0; k < METRIC_LABELS_MAX; k++) {
+                int c = strcmp(a->label_values[k], b->label_values[k]);
+                if (c)
+                        return c;
+        }
+        return 0;
+}

@@ -103,6 +103,9 @@ struct sample_batch {
 
 void inventory_free(struct inventory *inv);
 
+/* Orders series by family, then label values: 0 for the same series. */
+int series_desc_cmp(const struct series_desc *a, const struct series_desc *b);
+
 /* Copies what src says of the hardware into dst: its devices (with their
  * peers), identity, UltraServer and the strings and lnc above, but no
  * series or runtimes. Returns 0 or -ENOMEM (dst then empty). dst is freed
