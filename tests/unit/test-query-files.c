@@ -105,7 +105,7 @@ struct file {
 };
 
 /* Every message starts with the file and the line it is about. */
-static void report(struct file *f, int line, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void report(struct file *f, int line, const char *fmt, ...) {
         char msg[1024];
         va_list ap;
         va_start(ap, fmt);
