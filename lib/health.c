@@ -818,7 +818,9 @@ static struct health_result *build(struct eval *e, const struct health_result *p
         if (keep_old)
                 memcpy(r->recent, prev->recent + (prev->n_recent - keep_old), keep_old * sizeof(r->recent[0]));
         size_t take = r->n_events < HEALTH_RECENT_EVENTS ? r->n_events : HEALTH_RECENT_EVENTS;
-        memcpy(r->recent + keep_old, r->events + (r->n_events - take), take * sizeof(r->recent[0]));
+        /* No events: events is NULL, and NULL plus 0 is no pointer in C. */
+        if (take)
+                memcpy(r->recent + keep_old, r->events + (r->n_events - take), take * sizeof(r->recent[0]));
         r->n_recent = keep_old + take;
         return r;
 }
