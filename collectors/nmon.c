@@ -20,11 +20,13 @@
 #define RESTART_MIN_MS 1000
 #define RESTART_MAX_MS 60000
 /* What the reader parses in a second: a child flooding the pipe with junk
- * lines (millions a second) must not take a core. neuron-monitor writes
- * one document a period (a second at least), so the rest are skipped, and
- * counted. */
+ * lines (millions a second) or with huge documents must not take more than
+ * half a core. neuron-monitor writes one document a period (a second at
+ * least), of up to about half a megabyte on a large host, which takes tens
+ * of milliseconds to parse (a few times that under a sanitizer); the rest
+ * are skipped, and counted. */
 #define LINES_PER_SECOND 64
-#define PARSE_NS_PER_SECOND (100 * 1000000LL)
+#define PARSE_NS_PER_SECOND (500 * 1000000LL)
 #define CHUNK 65536
 /* A monitor-fifo= that is not a FIFO ends at each read: looked at again
  * after this. */

@@ -20,9 +20,9 @@
  *
  * A thread of the collector reads the output as it comes, whatever the
  * poll interval (a document of a large host is hundreds of KB), and
- * parses each complete line: at most 64 a second, or 100 ms of its CPU
+ * parses each complete line: at most 64 a second, or 500 ms of its CPU
  * time parsing a second (the rest are skipped and counted: a flood of
- * lines must not take a core). Each tick takes the latest document. A runtime's series exist
+ * lines must not take more than half a core). Each tick takes the latest document. A runtime's series exist
  * while the latest document lists it; they go when it leaves the document,
  * when the child exits, and when the ticks saw no new document for
  * NMON_STALE_MS. A child that writes nothing for NMON_STALE_MS is stopped

@@ -35,7 +35,9 @@ static int loop_build(struct loop *l) {
         for (size_t i = 0, at = 0; r == 0 && i < l->n_collectors; i++) {
                 const struct inventory *inv = &l->collectors[i]->inv;
                 offsets[i] = at;
-                memcpy(series + at, inv->series, inv->n_series * sizeof(*series));
+                /* A backend without devices has no series, and series NULL. */
+                if (inv->n_series)
+                        memcpy(series + at, inv->series, inv->n_series * sizeof(*series));
                 at += inv->n_series;
         }
         /* One series per device and state, stored like any other. */

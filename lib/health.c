@@ -739,8 +739,10 @@ static struct health_result *build(struct eval *e, const struct health_result *p
         }
         r->n_devices = e->n_devices;
         r->n_cores = n_cores;
-        /* Findings are stored in device order: positions are that order. */
-        qsort_r(e->found, e->n_found, sizeof(*e->found), finding_order, e);
+        /* Findings are stored in device order: positions are that order.
+         * (None: found is NULL, which qsort_r() must not be given.) */
+        if (e->n_found)
+                qsort_r(e->found, e->n_found, sizeof(*e->found), finding_order, e);
         r->findings = e->found;
         r->n_findings = e->n_found;
         e->found = NULL;
