@@ -668,6 +668,8 @@ static void flush(struct file *f, struct section *sec) {
         uint8_t valid[SERIES_MAX];
         char t[32];
 
+        if (sec->n_pending == 0)
+                return;
         qsort(sec->pending, sec->n_pending, sizeof(*sec->pending), loaded_cmp);
         for (size_t at = 0; at < sec->n_pending && !sec->broken;) {
                 int64_t ts = sec->pending[at].ts;
