@@ -12,7 +12,7 @@
 . "$(dirname "$0")/receivers.sh"
 
 ROUNDS=12
-start_daemon --backend "model:trn1.32xlarge,scenario=inference,seed=12" --interval 1s --enable-admin
+start_daemon --backend "model:trn1.32xlarge,scenario=training,seed=12" --interval 1s --enable-admin
 hold_ticks
 
 # Every 5 s under valgrind, where a scrape takes longer.
@@ -98,6 +98,12 @@ for k, r in ratio.items():
     ticks = sorted(t for t in gauge[k] if first <= t <= last)
     if ticks[0] != first or ticks[-1] != last:
         bad.append(f"core {k}: the REST API lacks ticks {first}..{last}")
+        continue
+    # A runtime that let go of the core for some ticks between two scrapes:
+    # its series has a gap Prometheus did not see, while the core's counter
+    # went on under the labels of no runtime. Only series present at every
+    # tick tell the rate of one story.
+    if len(ticks) != (last - first) // 1000 + 1:
         continue
     truth = sum(gauge[k][t] * (t - prev) for prev, t in zip(ticks, ticks[1:])) / (last - first)
     err_rate.append(abs(r - truth))
